@@ -1,0 +1,63 @@
+"""`rocketq` entry point: dispatches to each process's own ``main(argv)``.
+
+Each subcommand lives in the module that owns it, so that e.g. ``rocketq namesrv`` imports
+nothing of the broker.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+# subcommand -> "module:function"; each function takes argv (list[str]) and returns an exit code.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "namesrv": ("rocketq.namesrv.main:main", "run a NameServer"),
+    "broker": ("rocketq.broker.main:main", "run a Broker"),
+    "standalone": ("rocketq.standalone:main", "run NameServer + Broker in one process"),
+    "admin": ("rocketq.admin.main:main", "mqadmin commands"),
+    "bench": ("rocketq.bench_cli:main", "benchmarks"),
+}
+
+USAGE = "usage: rocketq {" + ",".join(SUBCOMMANDS) + "} [args...]\n\n" + "\n".join(
+    f"  {name:<12} {desc}" for name, (_, desc) in SUBCOMMANDS.items()
+)
+
+
+def _run(target: str, argv: list[str]) -> int:
+    module_name, func_name = target.split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name):
+            print(f"rocketq: {target} is not available in this build", file=sys.stderr)
+            return 2
+        raise
+    return int(getattr(module, func_name)(argv) or 0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        return 0 if args else 2
+    name = args.pop(0)
+    if name not in SUBCOMMANDS:
+        print(f"rocketq: unknown command {name!r}\n{USAGE}", file=sys.stderr)
+        return 2
+    return _run(SUBCOMMANDS[name][0], args)
+
+
+def mqnamesrv() -> int:
+    return _run(SUBCOMMANDS["namesrv"][0], sys.argv[1:])
+
+
+def mqbroker() -> int:
+    return _run(SUBCOMMANDS["broker"][0], sys.argv[1:])
+
+
+def mqadmin() -> int:
+    return _run(SUBCOMMANDS["admin"][0], sys.argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

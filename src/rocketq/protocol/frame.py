@@ -1,0 +1,373 @@
+"""RemotingCommand and the length-prefixed frame codec (sans-IO).
+
+Frame layout (big-endian):
+    int32 length        = 4 + headerLen + bodyLen (does not count itself)
+    int32 headerMark    = (serializeType << 24) | headerLen
+    header              JSON (serializeType 0) or ROCKETMQ binary (1)
+    body
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import orjson
+
+from .codes import (
+    CURRENT_VERSION,
+    FLAG_ONEWAY,
+    FLAG_RESPONSE,
+    LanguageCode,
+    SerializeType,
+)
+
+MAX_FRAME_SIZE = 16 * 1024 * 1024
+MAX_HEADER_SIZE = 4 * 1024 * 1024
+
+_INT = struct.Struct(">i")
+_PREFIX = struct.Struct(">ii")
+_BIN_FIXED = struct.Struct(">hbhii")  # code, language, version, opaque, flag
+_I16 = struct.Struct(">h")
+_U16 = struct.Struct(">H")
+
+_LANG_BY_ORDINAL = {lc.value: lc.name for lc in LanguageCode}
+
+
+class ProtocolError(ValueError):
+    """Raised for any malformed or out-of-bounds input from the wire."""
+
+
+Body = bytes | bytearray | memoryview | Sequence[bytes | bytearray | memoryview]
+
+
+def _coerce_ext_value(value: Any) -> str:
+    # ali-ons sends raw JS numbers and booleans; Java expects strings.
+    if isinstance(value, str):
+        return value
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if value is None:
+        return ""
+    if isinstance(value, int | float):
+        if isinstance(value, float) and value.is_integer():
+            return str(int(value))
+        return str(value)
+    raise ProtocolError(f"extFields value of type {type(value).__name__} is not a scalar")
+
+
+class RemotingCommand:
+    """One request or response on the remoting wire.
+
+    ``body`` may be bytes or a sequence of buffers (e.g. memoryview slices of mapped files) that
+    are written back to back without being joined.
+    """
+
+    __slots__ = (
+        "body",
+        "code",
+        "ext_fields",
+        "flag",
+        "language",
+        "opaque",
+        "remark",
+        "serialize_type",
+        "version",
+    )
+
+    def __init__(
+        self,
+        code: int,
+        *,
+        opaque: int = 0,
+        flag: int = 0,
+        ext_fields: dict[str, str] | None = None,
+        body: Body = b"",
+        remark: str | None = None,
+        language: str = "JAVA",
+        version: int = CURRENT_VERSION,
+        serialize_type: int = SerializeType.JSON,
+    ) -> None:
+        self.code = code
+        self.opaque = opaque
+        self.flag = flag
+        self.ext_fields = ext_fields if ext_fields is not None else {}
+        self.body = body
+        self.remark = remark
+        self.language = language
+        self.version = version
+        self.serialize_type = serialize_type
+
+    # -- construction helpers -------------------------------------------------------------
+    @classmethod
+    def request(
+        cls,
+        code: int,
+        ext_fields: dict[str, str] | None = None,
+        body: Body = b"",
+        *,
+        oneway: bool = False,
+    ) -> RemotingCommand:
+        return cls(code, flag=FLAG_ONEWAY if oneway else 0, ext_fields=ext_fields, body=body)
+
+    def response(
+        self,
+        code: int,
+        remark: str | None = None,
+        ext_fields: dict[str, str] | None = None,
+        body: Body = b"",
+    ) -> RemotingCommand:
+        """A response to this request: same opaque and serialize type."""
+        return RemotingCommand(
+            code,
+            opaque=self.opaque,
+            flag=FLAG_RESPONSE,
+            ext_fields=ext_fields,
+            body=body,
+            remark=remark,
+            serialize_type=self.serialize_type,
+        )
+
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flag & FLAG_RESPONSE)
+
+    @property
+    def is_oneway(self) -> bool:
+        return bool(self.flag & FLAG_ONEWAY)
+
+    @property
+    def body_bytes(self) -> bytes:
+        body = self.body
+        if isinstance(body, bytes):
+            return body
+        if isinstance(body, bytearray | memoryview):
+            return bytes(body)
+        return b"".join(body)
+
+    @property
+    def body_length(self) -> int:
+        body = self.body
+        if isinstance(body, bytes | bytearray):
+            return len(body)
+        if isinstance(body, memoryview):
+            return body.nbytes
+        return sum(len(b) if not isinstance(b, memoryview) else b.nbytes for b in body)
+
+    def __repr__(self) -> str:
+        kind = "response" if self.is_response else ("oneway" if self.is_oneway else "request")
+        return (
+            f"RemotingCommand({kind} code={self.code} opaque={self.opaque} remark={self.remark!r} "
+            f"ext={self.ext_fields!r} body={self.body_length}B)"
+        )
+
+    # -- encoding -------------------------------------------------------------------------
+    def encode_header(self) -> bytes:
+        if self.serialize_type == SerializeType.ROCKETMQ:
+            return self._encode_binary_header()
+        header: dict[str, Any] = {
+            "code": self.code,
+            "language": self.language,
+            "version": self.version,
+            "opaque": self.opaque,
+            "flag": self.flag,
+            "extFields": self.ext_fields,
+            "serializeTypeCurrentRPC": "JSON",
+        }
+        if self.remark is not None:
+            header["remark"] = self.remark
+        return orjson.dumps(header)
+
+    def _encode_binary_header(self) -> bytes:
+        try:
+            lang = LanguageCode[self.language].value
+        except KeyError:
+            lang = LanguageCode.OTHER.value
+        parts = [_BIN_FIXED.pack(self.code, lang, self.version, self.opaque, self.flag)]
+        if self.remark is None:
+            parts.append(_INT.pack(0))
+        else:
+            remark = self.remark.encode()
+            parts.append(_INT.pack(len(remark)))
+            parts.append(remark)
+        ext = bytearray()
+        for key, value in self.ext_fields.items():
+            k = key.encode()
+            v = str(value).encode()
+            ext += _I16.pack(len(k)) + k + _INT.pack(len(v)) + v
+        parts.append(_INT.pack(len(ext)))
+        parts.append(bytes(ext))
+        return b"".join(parts)
+
+    def frame_parts(self) -> list[bytes | bytearray | memoryview]:
+        """The frame as buffers for ``transport.writelines`` (no join of the body)."""
+        header = self.encode_header()
+        body = self.body
+        if isinstance(body, bytes | bytearray | memoryview):
+            bodies: Iterable[bytes | bytearray | memoryview] = (body,) if len(body) else ()
+        else:
+            bodies = body
+        length = 4 + len(header) + self.body_length
+        if length > MAX_FRAME_SIZE:
+            raise ProtocolError(f"frame of {length} bytes exceeds the {MAX_FRAME_SIZE} byte limit")
+        prefix = _PREFIX.pack(length, (self.serialize_type << 24) | len(header))
+        return [prefix + header, *bodies]
+
+    def encode(self) -> bytes:
+        return b"".join(self.frame_parts())
+
+
+# -- decoding -----------------------------------------------------------------------------
+def _decode_json_header(raw: memoryview) -> dict[str, Any]:
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ProtocolError(f"invalid JSON header: {exc}") from None
+    if not isinstance(obj, dict):
+        raise ProtocolError("JSON header is not an object")
+    return obj
+
+
+def _header_int(obj: dict[str, Any], key: str, default: int = 0) -> int:
+    value = obj.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, str) and value.lstrip("-").isdigit():
+            return int(value)
+        raise ProtocolError(f"header field {key!r} must be an integer, got {value!r}")
+    if not -(2**31) <= value < 2**31:
+        raise ProtocolError(f"header field {key!r} out of int32 range")
+    return value
+
+
+def _command_from_json(raw: memoryview, body: memoryview) -> RemotingCommand:
+    obj = _decode_json_header(raw)
+    ext_raw = obj.get("extFields")
+    if ext_raw is None:
+        ext: dict[str, str] = {}
+    elif isinstance(ext_raw, dict):
+        ext = {str(k): _coerce_ext_value(v) for k, v in ext_raw.items()}
+    else:
+        raise ProtocolError("extFields must be an object")
+    remark = obj.get("remark")
+    if remark is not None and not isinstance(remark, str):
+        remark = str(remark)
+    language = obj.get("language", "JAVA")
+    if not isinstance(language, str):
+        language = "OTHER"
+    return RemotingCommand(
+        _header_int(obj, "code"),
+        opaque=_header_int(obj, "opaque"),
+        flag=_header_int(obj, "flag"),
+        ext_fields=ext,
+        body=bytes(body),
+        remark=remark,
+        language=language,
+        version=_header_int(obj, "version"),
+        serialize_type=SerializeType.JSON,
+    )
+
+
+def _command_from_binary(raw: memoryview, body: memoryview) -> RemotingCommand:
+    n = len(raw)
+    if n < _BIN_FIXED.size + 8:
+        raise ProtocolError("binary header too short")
+    code, lang, version, opaque, flag = _BIN_FIXED.unpack_from(raw, 0)
+    pos = _BIN_FIXED.size
+    (remark_len,) = _INT.unpack_from(raw, pos)
+    pos += 4
+    if remark_len < 0 or pos + remark_len > n:
+        raise ProtocolError("binary header remark length out of bounds")
+    remark = bytes(raw[pos : pos + remark_len]).decode("utf-8", "replace") if remark_len else None
+    pos += remark_len
+    if pos + 4 > n:
+        raise ProtocolError("binary header truncated before extFields")
+    (ext_len,) = _INT.unpack_from(raw, pos)
+    pos += 4
+    if ext_len < 0 or pos + ext_len != n:
+        raise ProtocolError("binary header extFields length does not match header length")
+    ext: dict[str, str] = {}
+    end = pos + ext_len
+    while pos < end:
+        if pos + 2 > end:
+            raise ProtocolError("binary extFields key length truncated")
+        (klen,) = _U16.unpack_from(raw, pos)
+        pos += 2
+        if pos + klen + 4 > end:
+            raise ProtocolError("binary extFields key out of bounds")
+        key = bytes(raw[pos : pos + klen]).decode("utf-8", "replace")
+        pos += klen
+        (vlen,) = _INT.unpack_from(raw, pos)
+        pos += 4
+        if vlen < 0 or pos + vlen > end:
+            raise ProtocolError("binary extFields value out of bounds")
+        ext[key] = bytes(raw[pos : pos + vlen]).decode("utf-8", "replace")
+        pos += vlen
+    return RemotingCommand(
+        code,
+        opaque=opaque,
+        flag=flag,
+        ext_fields=ext,
+        body=bytes(body),
+        remark=remark,
+        language=_LANG_BY_ORDINAL.get(lang, "OTHER"),
+        version=version,
+        serialize_type=SerializeType.ROCKETMQ,
+    )
+
+
+def decode_frame(frame: bytes | bytearray | memoryview) -> RemotingCommand:
+    """Decode one frame *without* its 4-byte length prefix."""
+    view = memoryview(frame)
+    n = len(view)
+    if n < 4:
+        raise ProtocolError("frame shorter than its header mark")
+    (mark,) = _INT.unpack_from(view, 0)
+    serialize_type = (mark >> 24) & 0xFF
+    header_len = mark & 0xFFFFFF
+    if header_len > n - 4 or header_len > MAX_HEADER_SIZE:
+        raise ProtocolError(f"header length {header_len} exceeds frame length {n - 4}")
+    header = view[4 : 4 + header_len]
+    body = view[4 + header_len :]
+    if serialize_type == SerializeType.JSON:
+        return _command_from_json(header, body)
+    if serialize_type == SerializeType.ROCKETMQ:
+        return _command_from_binary(header, body)
+    raise ProtocolError(f"unknown serialize type {serialize_type}")
+
+
+class FrameDecoder:
+    """Incremental decoder: feed arbitrary chunks, get whole commands back."""
+
+    __slots__ = ("_buf", "max_frame_size")
+
+    def __init__(self, max_frame_size: int = MAX_FRAME_SIZE) -> None:
+        self._buf = bytearray()
+        self.max_frame_size = max_frame_size
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand]:
+        buf = self._buf
+        buf += data
+        out: list[RemotingCommand] = []
+        pos = 0
+        total = len(buf)
+        with memoryview(buf) as view:
+            while total - pos >= 4:
+                (length,) = _INT.unpack_from(view, pos)
+                if length < 4 or length > self.max_frame_size:
+                    raise ProtocolError(f"frame length {length} outside 4..{self.max_frame_size}")
+                if total - pos - 4 < length:
+                    break
+                start = pos + 4
+                with view[start : start + length] as frame:
+                    out.append(decode_frame(frame))
+                pos = start + length
+        if pos:
+            del buf[:pos]
+        return out
