@@ -18,8 +18,11 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("rocketq.bench_cli:main", "benchmarks"),
 }
 
-USAGE = "usage: rocketq {" + ",".join(SUBCOMMANDS) + "} [args...]\n\n" + "\n".join(
-    f"  {name:<12} {desc}" for name, (_, desc) in SUBCOMMANDS.items()
+USAGE = (
+    "usage: rocketq {"
+    + ",".join(SUBCOMMANDS)
+    + "} [args...]\n\n"
+    + "\n".join(f"  {name:<12} {desc}" for name, (_, desc) in SUBCOMMANDS.items())
 )
 
 
