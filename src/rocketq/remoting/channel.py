@@ -1,0 +1,313 @@
+"""One remoting connection (either side): frame decoding, request dispatch, pending-response futures.
+
+Both the server and the client use :class:`Channel`; the only difference is who created the transport
+and which :class:`Dispatcher` answers the peer's requests. Either side can therefore issue requests on
+the same connection (the broker calls CHECK_TRANSACTION_STATE etc. on a client's channel).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Union
+
+from rocketq.protocol.codes import FLAG_ONEWAY, FLAG_RESPONSE, ResponseCode
+from rocketq.protocol.frame import MAX_FRAME_SIZE, FrameDecoder, ProtocolError, RemotingCommand
+
+from .errors import RemotingConnectError, RemotingSendRequestError, RemotingTimeoutError
+from .hook import RPCHook
+
+log = logging.getLogger(__name__)
+
+HandlerResult = Union[RemotingCommand, None, Awaitable[RemotingCommand | None]]  # noqa: UP007
+# async def handler(channel, request) -> RemotingCommand | None, or a plain def (run inline) that returns
+# a response, None, or an awaitable for a slow path (scheduled as a task).
+Handler = Callable[["Channel", RemotingCommand], HandlerResult]
+
+_channel_ids = itertools.count(1)
+
+
+def _fmt_addr(sockaddr: Any) -> str:
+    if isinstance(sockaddr, tuple) and len(sockaddr) >= 2:
+        return f"{sockaddr[0]}:{sockaddr[1]}"
+    return str(sockaddr) if sockaddr else ""
+
+
+class Dispatcher:
+    """Maps request codes to handlers. Coroutine functions run as their own task (so a held
+    long-poll never delays later requests on the connection); plain functions run inline."""
+
+    __slots__ = ("_default", "_processors", "on_close", "rpc_hook")
+
+    def __init__(self, rpc_hook: RPCHook | None = None) -> None:
+        self._processors: dict[int, tuple[Handler, bool]] = {}
+        self._default: tuple[Handler, bool] | None = None
+        self.rpc_hook = rpc_hook
+        self.on_close: list[Callable[[Channel], Any]] = []
+
+    def register(self, code: int, handler: Handler) -> None:
+        self._processors[int(code)] = (handler, inspect.iscoroutinefunction(handler))
+
+    def register_default(self, handler: Handler) -> None:
+        self._default = (handler, inspect.iscoroutinefunction(handler))
+
+    def lookup(self, code: int) -> tuple[Handler, bool] | None:
+        return self._processors.get(code, self._default)
+
+
+class Channel(asyncio.Protocol):
+    """A connection. Public: ``id``, ``remote_addr``, ``local_addr``, ``closed``, ``attrs`` (free-form
+    per-connection state for the application), ``invoke``, ``invoke_oneway``, ``write_command``, ``close``."""
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        *,
+        max_frame_size: int = MAX_FRAME_SIZE,
+        on_lost: Callable[[Channel], None] | None = None,
+    ) -> None:
+        self.id = next(_channel_ids)
+        self.remote_addr = ""
+        self.local_addr = ""
+        self.closed = False
+        self.attrs: dict[str, Any] = {}
+        self.last_active = 0.0
+        self._dispatcher = dispatcher
+        self._decoder = FrameDecoder(max_frame_size)
+        self._transport: asyncio.Transport | None = None
+        self._loop = asyncio.get_running_loop()
+        self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._next_opaque = itertools.count(1)
+        self._on_lost = on_lost
+        self._closed_fut: asyncio.Future[None] = self._loop.create_future()
+        self._write_paused = False
+        self._drain_waiters: list[asyncio.Future[None]] = []
+
+    def __repr__(self) -> str:
+        return (
+            f"Channel(id={self.id} {self.local_addr}->{self.remote_addr}{' closed' if self.closed else ''})"
+        )
+
+    # -- asyncio.Protocol ------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]  # uvloop's is not an asyncio.Transport
+        self.remote_addr = _fmt_addr(transport.get_extra_info("peername"))
+        self.local_addr = _fmt_addr(transport.get_extra_info("sockname"))
+        self.last_active = self._loop.time()
+
+    def data_received(self, data: bytes) -> None:
+        self.last_active = self._loop.time()
+        try:
+            commands = self._decoder.feed(data)
+        except ProtocolError as exc:
+            log.warning("closing %s: malformed frame: %s", self.remote_addr, exc)
+            self.close()
+            return
+        for cmd in commands:
+            if cmd.flag & FLAG_RESPONSE:
+                fut = self._pending.pop(cmd.opaque, None)
+                if fut is not None and not fut.done():
+                    fut.set_result(cmd)
+            else:
+                self._dispatch(cmd)
+            if self.closed:
+                return
+
+    def eof_received(self) -> bool:
+        return False  # close our side too
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self._transport = None
+        pending, self._pending = self._pending, {}
+        for fut in pending.values():
+            if not fut.done():
+                fut.set_exception(RemotingConnectError(self.remote_addr, "connection closed"))
+        self._wake_drain_waiters()
+        if not self._closed_fut.done():
+            self._closed_fut.set_result(None)
+        if self._on_lost is not None:
+            self._on_lost(self)
+        for cb in self._dispatcher.on_close:
+            try:
+                res = cb(self)
+                if inspect.isawaitable(res):
+                    self._spawn(res)
+            except Exception:
+                log.exception("on_channel_close callback failed for %r", self)
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        self._wake_drain_waiters()
+
+    def _wake_drain_waiters(self) -> None:
+        waiters, self._drain_waiters = self._drain_waiters, []
+        for w in waiters:
+            if not w.done():
+                w.set_result(None)
+
+    # -- request dispatch ------------------------------------------------------------------
+    def _dispatch(self, request: RemotingCommand) -> None:
+        entry = self._dispatcher.lookup(request.code)
+        if entry is None:
+            if not request.flag & FLAG_ONEWAY:
+                self._reply(
+                    request,
+                    request.response(
+                        ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                        f"request type {request.code} not supported",
+                    ),
+                )
+            return
+        handler, is_async = entry
+        if is_async:
+            self._spawn(self._run_handler(handler, request))
+            return
+        hook = self._dispatcher.rpc_hook
+        try:
+            if hook is not None:
+                hook.do_before_request(self.remote_addr, request)
+            result = handler(self, request)
+        except Exception as exc:
+            self._reply_error(request, exc)
+            return
+        if result is None or isinstance(result, RemotingCommand):
+            if hook is not None:
+                self._after_hook(hook, request, result)
+            self._reply(request, result)
+        else:  # the handler chose its slow path
+            self._spawn(self._await_result(result, request))
+
+    def _after_hook(self, hook: RPCHook, request: RemotingCommand, response: RemotingCommand | None) -> None:
+        try:
+            hook.do_after_response(self.remote_addr, request, response)
+        except Exception:
+            log.exception("rpc hook do_after_response failed")
+
+    async def _await_result(
+        self, awaitable: Awaitable[RemotingCommand | None], request: RemotingCommand
+    ) -> None:
+        try:
+            result = await awaitable
+        except Exception as exc:
+            self._reply_error(request, exc)
+            return
+        hook = self._dispatcher.rpc_hook
+        if hook is not None:
+            self._after_hook(hook, request, result)
+        self._reply(request, result)
+
+    async def _run_handler(self, handler: Handler, request: RemotingCommand) -> None:
+        hook = self._dispatcher.rpc_hook
+        try:
+            if hook is not None:
+                hook.do_before_request(self.remote_addr, request)
+            result = handler(self, request)
+            if inspect.isawaitable(result):
+                result = await result
+        except Exception as exc:
+            self._reply_error(request, exc)
+            return
+        if hook is not None:
+            self._after_hook(hook, request, result)
+        self._reply(request, result)
+
+    def _spawn(self, aw: Awaitable[Any]) -> None:
+        task = self._loop.create_task(aw)  # type: ignore[arg-type]
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _reply_error(self, request: RemotingCommand, exc: BaseException) -> None:
+        log.warning("processor for code %s failed on %s: %r", request.code, self.remote_addr, exc)
+        if not request.flag & FLAG_ONEWAY:
+            text = str(exc) or type(exc).__name__
+            self._reply(request, request.response(ResponseCode.SYSTEM_ERROR, text))
+
+    def _reply(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
+        if response is None or request.flag & FLAG_ONEWAY or self._transport is None:
+            return
+        response.opaque = request.opaque
+        response.flag |= FLAG_RESPONSE
+        try:
+            parts = response.frame_parts()
+        except ProtocolError as exc:  # e.g. a response body over the frame limit
+            parts = request.response(ResponseCode.SYSTEM_ERROR, str(exc)).frame_parts()
+        self._transport.writelines(parts)
+
+    # -- outgoing --------------------------------------------------------------------------
+    def write_command(self, cmd: RemotingCommand) -> None:
+        """Write one command as is (no opaque/flag handling)."""
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            raise RemotingSendRequestError(self.remote_addr, "channel closed")
+        transport.writelines(cmd.frame_parts())
+
+    async def drain(self) -> None:
+        """Wait until the transport's write buffer is below its high-water mark."""
+        if self._write_paused and not self.closed:
+            fut = self._loop.create_future()
+            self._drain_waiters.append(fut)
+            await fut
+
+    async def invoke(self, request: RemotingCommand, timeout_s: float = 3.0) -> RemotingCommand:
+        """Send a request on this connection and wait for its response."""
+        opaque = next(self._next_opaque) & 0x7FFFFFFF
+        request.opaque = opaque
+        request.flag &= ~(FLAG_RESPONSE | FLAG_ONEWAY)
+        fut: asyncio.Future[RemotingCommand] = self._loop.create_future()
+        self._pending[opaque] = fut
+        try:
+            self.write_command(request)
+        except BaseException:
+            self._pending.pop(opaque, None)
+            raise
+        handle = self._loop.call_later(timeout_s, _expire, fut)
+        try:
+            return await fut
+        except TimeoutError:
+            raise RemotingTimeoutError(self.remote_addr, timeout_s) from None
+        finally:
+            handle.cancel()
+            self._pending.pop(opaque, None)
+
+    def invoke_oneway(self, request: RemotingCommand) -> None:
+        """Send a request flagged ONEWAY; the peer never answers it."""
+        request.opaque = next(self._next_opaque) & 0x7FFFFFFF
+        request.flag = (request.flag | FLAG_ONEWAY) & ~FLAG_RESPONSE
+        self.write_command(request)
+
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+    def close(self) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.close()
+        self.closed = True
+
+    def abort(self) -> None:
+        if self._transport is not None:
+            self._transport.abort()
+        self.closed = True
+
+    async def wait_closed(self) -> None:
+        await asyncio.shield(self._closed_fut)
+
+    async def cancel_tasks(self) -> None:
+        tasks = list(self._tasks)
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _expire(fut: asyncio.Future[RemotingCommand]) -> None:
+    if not fut.done():
+        fut.set_exception(TimeoutError())

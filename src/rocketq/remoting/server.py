@@ -1,0 +1,138 @@
+"""RemotingServer: accepts connections and routes each request to the processor for its code."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from rocketq.protocol.frame import MAX_FRAME_SIZE
+
+from .channel import Channel, Dispatcher, Handler
+from .hook import RPCHook
+
+log = logging.getLogger(__name__)
+
+
+class RemotingServer:
+    """``server = RemotingServer(port=0); server.register_processor(code, handler); await server.start()``.
+
+    ``server.port`` is the bound port after ``start()``. A handler is ``async def h(channel, request)``
+    (runs as its own task) or a plain ``def`` (runs inline: use it for fast, non-blocking work; it may
+    return an awaitable to continue asynchronously). Returning None sends no response.
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        idle_timeout_s: float = 120.0,
+        max_frame_size: int = MAX_FRAME_SIZE,
+        rpc_hook: RPCHook | None = None,
+        backlog: int = 1024,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.idle_timeout_s = idle_timeout_s
+        self.max_frame_size = max_frame_size
+        self.backlog = backlog
+        self._dispatcher = Dispatcher(rpc_hook)
+        self._open_callbacks: list[Callable[[Channel], Any]] = []
+        self._channels: dict[int, Channel] = {}
+        self._server: asyncio.base_events.Server | None = None
+        self._idle_task: asyncio.Task[None] | None = None
+
+    # -- configuration -----------------------------------------------------------------------
+    def register_processor(self, code: int, handler: Handler) -> None:
+        self._dispatcher.register(code, handler)
+
+    def register_default_processor(self, handler: Handler) -> None:
+        """Handles every code without its own processor (otherwise: REQUEST_CODE_NOT_SUPPORTED)."""
+        self._dispatcher.register_default(handler)
+
+    def on_channel_close(self, callback: Callable[[Channel], Any]) -> None:
+        """``callback(channel)`` after a connection closed (may be a coroutine function)."""
+        self._dispatcher.on_close.append(callback)
+
+    def on_channel_open(self, callback: Callable[[Channel], Any]) -> None:
+        self._open_callbacks.append(callback)
+
+    @property
+    def rpc_hook(self) -> RPCHook | None:
+        return self._dispatcher.rpc_hook
+
+    @rpc_hook.setter
+    def rpc_hook(self, hook: RPCHook | None) -> None:
+        self._dispatcher.rpc_hook = hook
+
+    @property
+    def channels(self) -> list[Channel]:
+        return list(self._channels.values())
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def _make_channel(self) -> Channel:
+        ch = Channel(self._dispatcher, max_frame_size=self.max_frame_size, on_lost=self._lost)
+        self._channels[ch.id] = ch
+        for cb in self._open_callbacks:
+            try:
+                cb(ch)
+            except Exception:
+                log.exception("on_channel_open callback failed")
+        return ch
+
+    def _lost(self, ch: Channel) -> None:
+        self._channels.pop(ch.id, None)
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            self._make_channel, self.host, self.port, backlog=self.backlog, reuse_address=True
+        )
+        sock = self._server.sockets[0]
+        self.port = sock.getsockname()[1]
+        if self.idle_timeout_s and self.idle_timeout_s > 0:
+            self._idle_task = loop.create_task(self._idle_scan())
+
+    async def _idle_scan(self) -> None:
+        loop = asyncio.get_running_loop()
+        period = max(0.05, min(self.idle_timeout_s / 4, 10.0))
+        while True:
+            await asyncio.sleep(period)
+            deadline = loop.time() - self.idle_timeout_s
+            for ch in list(self._channels.values()):
+                if ch.last_active < deadline and ch.pending_count == 0 and not ch._tasks:
+                    log.info("closing idle connection %s", ch.remote_addr)
+                    ch.close()
+
+    async def close(self, grace_s: float = 1.0) -> None:
+        """Stop accepting, let in-flight handlers finish for up to ``grace_s``, close every connection."""
+        if self._idle_task is not None:
+            self._idle_task.cancel()
+            self._idle_task = None
+        if self._server is not None:
+            self._server.close()
+        channels = list(self._channels.values())
+        tasks = [t for ch in channels for t in ch._tasks]
+        if tasks and grace_s > 0:
+            await asyncio.wait(tasks, timeout=grace_s)
+        for ch in channels:
+            await ch.cancel_tasks()
+            ch.close()
+        if channels:
+            await asyncio.wait([asyncio.ensure_future(ch.wait_closed()) for ch in channels], timeout=1.0)
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
+
+    async def __aenter__(self) -> RemotingServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

@@ -1,0 +1,476 @@
+"""RemotingServer / RemotingClient over real TCP on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+import time
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from rocketq.protocol.codes import FLAG_ONEWAY, ResponseCode, SerializeType
+from rocketq.protocol.frame import FrameDecoder, RemotingCommand
+from rocketq.remoting import (
+    Channel,
+    RemotingClient,
+    RemotingConnectError,
+    RemotingServer,
+    RemotingTimeoutError,
+    RPCHook,
+    run,
+)
+
+SLOW, FAST, BOOM, ECHO, CLOSE_ME = 1001, 1002, 1003, 1004, 1005
+
+
+def _server(**kw: object) -> RemotingServer:
+    server = RemotingServer(**kw)  # type: ignore[arg-type]
+
+    async def slow(ch: Channel, req: RemotingCommand) -> RemotingCommand:
+        await asyncio.sleep(float(req.ext_fields.get("sleep", "1.0")))
+        return req.response(ResponseCode.SUCCESS, "slow")
+
+    def fast(ch: Channel, req: RemotingCommand) -> RemotingCommand:
+        return req.response(ResponseCode.SUCCESS, "fast", ext_fields={"n": req.ext_fields.get("n", "")})
+
+    async def boom(ch: Channel, req: RemotingCommand) -> RemotingCommand:
+        raise ValueError("kaboom 42")
+
+    def echo(ch: Channel, req: RemotingCommand) -> RemotingCommand:
+        return req.response(ResponseCode.SUCCESS, body=req.body)
+
+    def close_me(ch: Channel, req: RemotingCommand) -> None:
+        ch.close()
+
+    server.register_processor(SLOW, slow)
+    server.register_processor(FAST, fast)
+    server.register_processor(BOOM, boom)
+    server.register_processor(ECHO, echo)
+    server.register_processor(CLOSE_ME, close_me)
+    return server
+
+
+def _fast(i: int) -> RemotingCommand:
+    return RemotingCommand.request(FAST, {"n": str(i)})
+
+
+def arun(fn: Callable[[], Awaitable[None]]) -> None:
+    run(asyncio.wait_for(fn(), 20))  # type: ignore[arg-type]
+
+
+async def _raw_connect(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    return await asyncio.open_connection("127.0.0.1", port)
+
+
+async def _read_command(reader: asyncio.StreamReader, timeout: float = 2.0) -> RemotingCommand:
+    dec = FrameDecoder()
+    while True:
+        data = await asyncio.wait_for(reader.read(65536), timeout)
+        if not data:
+            raise EOFError
+        cmds = dec.feed(data)
+        if cmds:
+            return cmds[0]
+
+
+def test_slow_handler_does_not_delay_fast_one_on_same_connection() -> None:
+    async def body() -> None:
+        async with _server() as server, RemotingClient() as client:
+            slow = asyncio.ensure_future(
+                client.invoke(server.address, RemotingCommand.request(SLOW, {"sleep": "1.0"}), 5)
+            )
+            await asyncio.sleep(0.05)
+            t0 = time.monotonic()
+            fast = await client.invoke(server.address, RemotingCommand.request(FAST, {"n": "7"}), 5)
+            elapsed = time.monotonic() - t0
+            assert fast.remark == "fast" and fast.ext_fields["n"] == "7"
+            assert elapsed < 0.5, elapsed
+            assert not slow.done()
+            assert (await slow).remark == "slow"
+            assert len(server.channels) == 1  # both went over one shared connection
+
+    arun(body)
+
+
+def test_many_concurrent_requests_get_their_own_responses() -> None:
+    async def body() -> None:
+        async with _server() as server, RemotingClient() as client:
+            reqs = [
+                client.invoke(server.address, RemotingCommand.request(FAST, {"n": str(i)}))
+                for i in range(500)
+            ]
+            resps = await asyncio.gather(*reqs)
+            assert [r.ext_fields["n"] for r in resps] == [str(i) for i in range(500)]
+            assert len(server.channels) == 1  # concurrent connects were deduplicated
+
+    arun(body)
+
+
+def test_oneway_is_never_answered() -> None:
+    async def body() -> None:
+        seen: list[int] = []
+
+        async with _server() as server:
+
+            def record(ch: Channel, req: RemotingCommand) -> RemotingCommand:
+                seen.append(req.opaque)
+                return req.response(ResponseCode.SUCCESS, "should not be sent")
+
+            server.register_processor(2000, record)
+            reader, writer = await _raw_connect(server.port)
+            oneway = RemotingCommand(2000, opaque=11, flag=FLAG_ONEWAY)
+            unknown_oneway = RemotingCommand(4321, opaque=12, flag=FLAG_ONEWAY)
+            boom_oneway = RemotingCommand(BOOM, opaque=13, flag=FLAG_ONEWAY)
+            normal = RemotingCommand(FAST, opaque=14)
+            writer.write(oneway.encode() + unknown_oneway.encode() + boom_oneway.encode() + normal.encode())
+            resp = await _read_command(reader)
+            assert resp.opaque == 14 and resp.remark == "fast"
+            assert seen == [11]
+            writer.close()
+
+            # and via the client API
+            async with RemotingClient() as client:
+                await client.invoke_oneway(server.address, RemotingCommand.request(2000))
+                await asyncio.sleep(0.1)
+                assert len(seen) == 2
+
+    arun(body)
+
+
+def test_unknown_code_gets_request_code_not_supported() -> None:
+    async def body() -> None:
+        async with _server() as server, RemotingClient() as client:
+            resp = await client.invoke(server.address, RemotingCommand.request(4321))
+            assert resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED == 3
+            assert "4321" in (resp.remark or "")
+
+    arun(body)
+
+
+def test_default_processor_handles_unregistered_codes() -> None:
+    async def body() -> None:
+        async with _server() as server, RemotingClient() as client:
+            server.register_default_processor(lambda ch, req: req.response(ResponseCode.SUCCESS, "dflt"))
+            resp = await client.invoke(server.address, RemotingCommand.request(4321))
+            assert (resp.code, resp.remark) == (0, "dflt")
+
+    arun(body)
+
+
+def test_handler_exception_becomes_system_error_and_server_survives() -> None:
+    async def body() -> None:
+        async with _server() as server, RemotingClient() as client:
+
+            def sync_boom(ch: Channel, req: RemotingCommand) -> RemotingCommand:
+                raise RuntimeError("sync failure")
+
+            server.register_processor(2001, sync_boom)
+            resp = await client.invoke(server.address, RemotingCommand.request(BOOM))
+            assert resp.code == ResponseCode.SYSTEM_ERROR == 1
+            assert "kaboom 42" in (resp.remark or "")
+            resp = await client.invoke(server.address, RemotingCommand.request(2001))
+            assert (resp.code, resp.remark) == (1, "sync failure")
+            resp = await client.invoke(server.address, RemotingCommand.request(FAST))
+            assert resp.code == 0
+
+    arun(body)
+
+
+def test_sync_handler_may_return_an_awaitable_slow_path() -> None:
+    async def body() -> None:
+        async with _server() as server, RemotingClient() as client:
+
+            async def later(req: RemotingCommand) -> RemotingCommand:
+                await asyncio.sleep(0.05)
+                return req.response(ResponseCode.SUCCESS, "later")
+
+            server.register_processor(2002, lambda ch, req: later(req))
+            resp = await client.invoke(server.address, RemotingCommand.request(2002))
+            assert resp.remark == "later"
+
+    arun(body)
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        struct.pack(">i", -5) + b"xxxx",  # negative length
+        struct.pack(">i", 64 * 1024 * 1024),  # over the frame limit
+        struct.pack(">ii", 12, 100) + b"abcdefgh",  # header length beyond the frame
+        struct.pack(">ii", 8, 4) + b"{{{{",  # invalid JSON header
+        struct.pack(">ii", 8, (7 << 24) | 4) + b"abcd",  # unknown serialize type
+    ],
+)
+def test_garbage_closes_only_that_connection(garbage: bytes) -> None:
+    async def body() -> None:
+        async with _server() as server, RemotingClient() as client:
+            assert (await client.invoke(server.address, RemotingCommand.request(FAST))).code == 0
+            reader, writer = await _raw_connect(server.port)
+            writer.write(garbage)
+            data = await asyncio.wait_for(reader.read(), 2)
+            assert data == b""  # the server closed the connection without answering
+            writer.close()
+            resp = await client.invoke(server.address, RemotingCommand.request(FAST))
+            assert resp.code == 0
+            assert len(server.channels) == 1
+
+    arun(body)
+
+
+def test_max_frame_size_is_enforced() -> None:
+    async def body() -> None:
+        async with _server(max_frame_size=1024) as server, RemotingClient() as client:
+            ok = await client.invoke(server.address, RemotingCommand.request(ECHO, body=b"x" * 100))
+            assert ok.body == b"x" * 100
+            with pytest.raises(RemotingConnectError):
+                await client.invoke(server.address, RemotingCommand.request(ECHO, body=b"x" * 2000), 2)
+            # the client reconnects for the next call
+            ok = await client.invoke(server.address, RemotingCommand.request(ECHO, body=b"y"))
+            assert ok.body == b"y"
+
+    arun(body)
+
+
+def test_idle_connections_are_closed() -> None:
+    async def body() -> None:
+        closed: list[Channel] = []
+        async with _server(idle_timeout_s=0.3) as server, RemotingClient() as client:
+            server.on_channel_close(closed.append)
+            await client.invoke(server.address, RemotingCommand.request(FAST))
+            ch = await client.get_channel(server.address)
+            # an active connection stays open across several idle periods
+            for _ in range(5):
+                await asyncio.sleep(0.1)
+                await client.invoke(server.address, RemotingCommand.request(FAST))
+            assert not ch.closed
+            await asyncio.sleep(0.8)
+            assert ch.closed
+            assert len(closed) == 1 and not server.channels
+
+    arun(body)
+
+
+def test_on_channel_close_fires_when_client_goes_away() -> None:
+    async def body() -> None:
+        closed = asyncio.Event()
+        seen: list[str] = []
+
+        async def on_close(ch: Channel) -> None:
+            seen.append(ch.remote_addr)
+            closed.set()
+
+        async with _server() as server:
+            server.on_channel_close(on_close)
+            client = RemotingClient()
+            await client.invoke(server.address, RemotingCommand.request(FAST))
+            local = (await client.get_channel(server.address)).local_addr
+            await client.close()
+            await asyncio.wait_for(closed.wait(), 2)
+            assert seen == [local]
+
+    arun(body)
+
+
+def test_server_invokes_client_on_its_channel() -> None:
+    async def body() -> None:
+        channels: list[Channel] = []
+        got_oneway = asyncio.Event()
+
+        async with _server() as server, RemotingClient() as client:
+
+            def hello(ch: Channel, req: RemotingCommand) -> RemotingCommand:
+                channels.append(ch)
+                return req.response(ResponseCode.SUCCESS)
+
+            server.register_processor(34, hello)
+
+            def check_tx(ch: Channel, req: RemotingCommand) -> None:
+                assert req.is_oneway
+                got_oneway.set()
+
+            async def push_reply(ch: Channel, req: RemotingCommand) -> RemotingCommand:
+                return req.response(ResponseCode.SUCCESS, "pushed:" + req.ext_fields["x"])
+
+            client.register_processor(39, check_tx)
+            client.register_processor(326, push_reply)
+            await client.invoke(server.address, RemotingCommand.request(34))
+            (ch,) = channels
+            resp = await ch.invoke(RemotingCommand.request(326, {"x": "1"}), 2)
+            assert (resp.code, resp.remark) == (0, "pushed:1")
+            ch.invoke_oneway(RemotingCommand.request(39))
+            await asyncio.wait_for(got_oneway.wait(), 2)
+            resp = await ch.invoke(RemotingCommand.request(40), 2)  # no processor on the client
+            assert resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+            # client requests keep working while the server talks to the client
+            assert (await client.invoke(server.address, RemotingCommand.request(FAST))).code == 0
+
+    arun(body)
+
+
+def test_timeout_and_late_response_is_dropped() -> None:
+    async def body() -> None:
+        async with _server() as server, RemotingClient() as client:
+            t0 = time.monotonic()
+            with pytest.raises(RemotingTimeoutError):
+                await client.invoke(server.address, RemotingCommand.request(SLOW, {"sleep": "0.4"}), 0.1)
+            assert time.monotonic() - t0 < 0.35
+            ch = await client.get_channel(server.address)
+            assert ch.pending_count == 0
+            await asyncio.sleep(0.5)  # the late response arrives and is ignored
+            resp = await client.invoke(server.address, RemotingCommand.request(FAST, {"n": "x"}))
+            assert resp.ext_fields["n"] == "x"
+            assert not ch.closed
+
+    arun(body)
+
+
+def test_connection_lost_fails_all_pending() -> None:
+    async def body() -> None:
+        async with _server() as server, RemotingClient() as client:
+            pending = [
+                asyncio.ensure_future(
+                    client.invoke(server.address, RemotingCommand.request(SLOW, {"sleep": "5"}), 5)
+                )
+                for _ in range(3)
+            ]
+            await asyncio.sleep(0.05)
+            t0 = time.monotonic()
+            with pytest.raises(RemotingConnectError):
+                await client.invoke(server.address, RemotingCommand.request(CLOSE_ME), 5)
+            results = await asyncio.gather(*pending, return_exceptions=True)
+            assert all(isinstance(r, RemotingConnectError) for r in results), results
+            assert time.monotonic() - t0 < 1.0
+
+    arun(body)
+
+
+def test_connect_refused_then_reconnect_after_server_restart() -> None:
+    async def body() -> None:
+        server = _server()
+        await server.start()
+        port = server.port
+        client = RemotingClient(connect_timeout_s=1)
+        try:
+            assert (await client.invoke(server.address, RemotingCommand.request(FAST))).code == 0
+            await server.close()
+            await asyncio.sleep(0.05)
+            with pytest.raises(RemotingConnectError):
+                await client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(FAST), 1)
+            server = _server(port=port)
+            await server.start()
+            resp = await client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(FAST, {"n": "again"}))
+            assert resp.ext_fields["n"] == "again"
+        finally:
+            await client.close()
+            await server.close()
+
+    arun(body)
+
+
+def test_connect_to_closed_port_is_connect_error() -> None:
+    async def body() -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        async with RemotingClient() as client:
+            results = await asyncio.gather(
+                *(client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(FAST), 1) for _ in range(5)),
+                return_exceptions=True,
+            )
+            assert all(isinstance(r, RemotingConnectError) for r in results)
+            with pytest.raises(RemotingConnectError):
+                await client.invoke("no-port", RemotingCommand.request(FAST))
+
+    arun(body)
+
+
+def test_rpc_hooks_run_on_both_sides() -> None:
+    class Recorder(RPCHook):
+        def __init__(self) -> None:
+            self.calls: list[tuple[str, int, int | None]] = []
+
+        def do_before_request(self, remote_addr: str, request: RemotingCommand) -> None:
+            if request.ext_fields.get("deny"):
+                raise PermissionError("denied by hook")
+            request.ext_fields["signed"] = "yes"
+            self.calls.append(("before", request.code, None))
+
+        def do_after_response(
+            self, remote_addr: str, request: RemotingCommand, response: RemotingCommand | None
+        ) -> None:
+            self.calls.append(("after", request.code, response.code if response else None))
+
+    async def body() -> None:
+        server_hook, client_hook = Recorder(), Recorder()
+        server = _server(rpc_hook=server_hook)
+        server.register_processor(2003, lambda ch, req: req.response(0, req.ext_fields.get("signed")))
+        async with server, RemotingClient(client_hook) as client:
+            resp = await client.invoke(server.address, RemotingCommand.request(2003))
+            assert resp.remark == "yes"
+            assert client_hook.calls == [("before", 2003, None), ("after", 2003, 0)]
+            assert server_hook.calls == [("before", 2003, None), ("after", 2003, 0)]
+            server.rpc_hook = None
+            denier = Recorder()
+            server.rpc_hook = denier
+            raw = RemotingClient()
+            resp = await raw.invoke(server.address, RemotingCommand.request(FAST, {"deny": "1"}))
+            assert (resp.code, resp.remark) == (1, "denied by hook")
+            await raw.close()
+
+    arun(body)
+
+
+def test_binary_serialize_type_answered_in_kind_and_zero_copy_bodies() -> None:
+    async def body() -> None:
+        async with _server() as server:
+            blob = bytearray(b"0123456789" * 10)
+            view = memoryview(blob)
+            server.register_processor(
+                2004, lambda ch, req: req.response(0, body=[view[0:10], view[50:60], b"!"])
+            )
+            reader, writer = await _raw_connect(server.port)
+            req = RemotingCommand(ECHO, opaque=5, body=b"abc", serialize_type=SerializeType.ROCKETMQ)
+            req.ext_fields = {"k": "v"}
+            writer.write(req.encode())
+            resp = await _read_command(reader)
+            assert resp.serialize_type == SerializeType.ROCKETMQ and resp.body == b"abc" and resp.opaque == 5
+            writer.write(RemotingCommand(2004, opaque=6).encode())
+            resp = await _read_command(reader)
+            assert resp.body == b"0123456789" + b"0123456789" + b"!"
+            writer.close()
+
+    arun(body)
+
+
+def test_many_clients_in_parallel() -> None:
+    async def body() -> None:
+        async with _server() as server:
+            clients = [RemotingClient() for _ in range(50)]
+            resps = await asyncio.gather(
+                *(
+                    c.invoke(server.address, RemotingCommand.request(FAST, {"n": str(i)}))
+                    for i, c in enumerate(clients)
+                )
+            )
+            assert [r.ext_fields["n"] for r in resps] == [str(i) for i in range(50)]
+            assert len(server.channels) == 50
+            await asyncio.gather(*(c.close() for c in clients))
+
+    arun(body)
+
+
+def test_server_close_is_graceful_for_in_flight_handlers() -> None:
+    async def body() -> None:
+        server = _server()
+        await server.start()
+        async with RemotingClient() as client:
+            fut = asyncio.ensure_future(
+                client.invoke(server.address, RemotingCommand.request(SLOW, {"sleep": "0.2"}), 3)
+            )
+            await asyncio.sleep(0.05)
+            await server.close(grace_s=2)
+            assert (await fut).remark == "slow"
+
+    arun(body)
