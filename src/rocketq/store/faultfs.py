@@ -1,18 +1,19 @@
-"""Power-loss simulation for tests: remember what the store made durable, and build "after the power cut" images.
+"""Power-loss simulation for tests: remember what the store made durable, build "after the power cut" images.
 
-Off by default and free when off: store code only does `if faultfs.ACTIVE is not None: faultfs.ACTIVE.on_...()`.
-It is switched on by the environment variable ROCKETQ_FAULTFS=<shadow dir> (read at import, so a child process
-started with it records from its first write) or by enable(shadow_dir) in-process.
+Off by default and free when off: the store only does
+`if faultfs.ACTIVE is not None: faultfs.ACTIVE.on_...()`. It is switched on by the environment variable
+ROCKETQ_FAULTFS=<shadow dir> (read at import, so a child process started with it records from its first write)
+or by enable(shadow_dir) in-process.
 
 Model (what ext4/xfs promise to a program that uses fsync/fdatasync/msync correctly):
   - on_create(path, size): a preallocated file exists with that size, reading as zeros until data is synced
-    (the store fsyncs the directory / relies on the journal for metadata; we assume creation is durable)
-  - on_flush(path, start, end): bytes [start, end) as they are in the file now are durable (msync/fdatasync done)
+    (we assume creation is durable: the journal covers metadata)
+  - on_flush(path, start, end): bytes [start, end) as they are in the file now are durable
   - on_replace(src, dst) / on_delete(path): renames and deletions are durable
-The recorder keeps a shadow copy of every durable byte under <shadow>/<absolute path>. power_cut_image() copies
-the shadow of a directory to a new place and adds a torn tail: a random prefix of the bytes that were written but not
-yet synced (cut at a 512-byte sector boundary or inside it, optionally with garbage in the last sector), which is what
-a real disk may hold after losing power mid-write.
+The recorder keeps a shadow copy of every durable byte under <shadow>/<absolute path>.
+power_cut_image() copies the shadow of a directory elsewhere and adds a torn tail: a random prefix of the
+bytes written but not yet synced, sometimes ending in a sector of garbage, which is what a disk may hold
+after losing power mid-write.
 """
 
 from __future__ import annotations
@@ -104,7 +105,8 @@ class FaultFS:
         max_torn_bytes: int = 64 * 1024,
         garbage: bool = True,
     ) -> None:
-        """Write to dest_dir what live_dir would contain after a power cut now (see module doc). Call it after the
+        """Write to dest_dir what live_dir would contain after a power cut now (see module doc). Call it
+        after the
         writer process is dead (SIGKILL) so the live files no longer change."""
         rng = rng or random.Random()
         src_root = self.shadow_path(live_dir)
@@ -161,7 +163,8 @@ class FaultFS:
 
 
 class _JournalingFaultFS(FaultFS):
-    """FaultFS used across processes: also appends every change of synced_end to <shadow>/_synced_ends so the test
+    """FaultFS used across processes: also appends every change of synced_end to <shadow>/_synced_ends so
+    the test
     process can build the torn tail after the writer was killed."""
 
     def __init__(self, shadow_dir: str) -> None:
@@ -220,7 +223,8 @@ _orig: dict[str, object] = {}
 
 def install_patches() -> None:
     """Record durability without explicit hooks: wrap os.fsync / os.fdatasync (whole file durable) and
-    mmap.mmap.flush (range durable). Used when the store code does not call the hooks itself. Only for tests."""
+    mmap.mmap.flush (range durable). Used when the store code does not call the hooks itself. Only for
+    tests."""
     import mmap as _mmap
 
     if _orig:

@@ -8,7 +8,8 @@ File layout (all big-endian):
                                  prevIndex i32 (previous entry of the same slot, 0 = end of chain)
 Entry number 0 is never used (indexCount starts at 1), so 0 can mean "empty" in slots and chains.
 
-IndexService keeps several IndexFiles in <root>/index/, named by creation time (yyyyMMddHHmmssSSS), appends to the
+IndexService keeps several IndexFiles in <root>/index/, named by creation time (yyyyMMddHHmmssSSS), appends
+to the
 newest one and opens a new one when it is full.
 """
 
@@ -91,7 +92,8 @@ class IndexFile:
         if create:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
             try:
-                # allocate blocks now: a full disk must fail here, not as SIGBUS on a later write into the mmap
+                # allocate blocks now: a full disk must fail here, not as SIGBUS on a later write into the
+                # mmap
                 os.posix_fallocate(fd, 0, self.file_size)
                 self._mm = mmap.mmap(fd, self.file_size)
             except BaseException:
@@ -199,7 +201,8 @@ class IndexFile:
     def select_phy_offsets(self, out: list[int], key_hash: int, max_num: int, begin: int, end: int) -> None:
         """Walk the slot's chain (newest first) collecting offsets of entries with this hash in [begin, end].
 
-        timeDiff has 1-second resolution, so an entry stands for [t, t + 999 ms]; it matches when that window meets
+        timeDiff has 1-second resolution, so an entry stands for [t, t + 999 ms]; it matches when that
+        window meets
         [begin, end]. Hash collisions are possible: the caller must compare the key in the record itself.
         """
         count = self.index_count
@@ -228,7 +231,8 @@ class IndexFile:
         self._flushed_count = self.index_count
 
     def verify(self, full: bool = True) -> int:
-        """Check the header and (full=True) every entry; return the number of the first bad entry, or index_count
+        """Check the header and (full=True) every entry; return the number of the first bad entry, or
+        index_count
         when all are good. Raises IndexCorruptError when the header itself is unusable."""
         n, num = self.index_count, self.index_num
         if not (1 <= n <= num):
@@ -243,9 +247,8 @@ class IndexFile:
             return 1
         first = self.entry(1)[1]
         last = self.entry(n - 1)[1]
-        if first != self.begin_phy_offset or last != self.end_phy_offset:
-            if not full:
-                raise IndexCorruptError(f"{self.path}: header offsets disagree with entries")
+        if (first != self.begin_phy_offset or last != self.end_phy_offset) and not full:
+            raise IndexCorruptError(f"{self.path}: header offsets disagree with entries")
         if not full:
             return n
         max_diff = (self.end_timestamp - self.begin_timestamp) // 1000
@@ -283,7 +286,7 @@ class IndexFile:
             words.byteswap()
         expect = array.array("i", bytes(HASH_SLOT_SIZE * self.hash_slot_num))
         num = self.hash_slot_num
-        for i, (h, prev) in enumerate(zip(words[0::5], words[4::5]), 1):
+        for i, (h, prev) in enumerate(zip(words[0::5], words[4::5], strict=False), 1):
             s = h % num
             if expect[s] != prev:
                 return False
@@ -372,13 +375,16 @@ class IndexService:
         self._files: list[IndexFile] = []
         self._lock = threading.RLock()
         self._last_name_ms = 0
-        # CommitLog offset from which the index must be rebuilt after load() dropped damaged files (None: intact)
+        # CommitLog offset from which the index must be rebuilt after load() dropped damaged files (None:
+        # intact)
         self.rebuild_from_phy_offset: int | None = None
 
     # ---------------------------------------------------------------- lifecycle
     def load(self, last_exit_ok: bool = True) -> bool:
-        """Open existing files. After an abnormal exit the newest file is fully verified (headers always): a bad
-        tail is cut off, a file with a bad header is dropped together with every newer file. rebuild_from_phy_offset
+        """Open existing files. After an abnormal exit the newest file is fully verified (headers always):
+        a bad
+        tail is cut off, a file with a bad header is dropped together with every newer file.
+        rebuild_from_phy_offset
         then tells recovery where to start re-dispatching into the index."""
         os.makedirs(self.dir, exist_ok=True)
         names = sorted(n for n in os.listdir(self.dir) if n.isdigit() and len(n) == 17)
@@ -474,7 +480,8 @@ class IndexService:
     def build_index(
         self, topic: str, keys: str | None, uniq_key: str | None, phy_offset: int, store_timestamp: int
     ) -> None:
-        """Index one record under topic#UNIQ_KEY and topic#KEY for each space-separated KEYS entry. Records at or
+        """Index one record under topic#UNIQ_KEY and topic#KEY for each space-separated KEYS entry. Records
+        at or
         below the newest indexed offset are skipped, so recovery may re-dispatch freely."""
         if not keys and not uniq_key:
             return
@@ -493,7 +500,8 @@ class IndexService:
                         if k:
                             f = self._put(f, build_key(topic, k), phy_offset, store_timestamp)
             except OSError as e:
-                # e.g. ENOSPC creating a new file: the index is derived data, so skip instead of stopping dispatch
+                # e.g. ENOSPC creating a new file: the index is derived data, so skip instead of stopping
+                # dispatch
                 self._note_rebuild(phy_offset)
                 log.error("index: cannot index offset %d: %s", phy_offset, e)
 
@@ -547,7 +555,8 @@ class IndexService:
                     f.flush()
 
     def delete_files_before(self, min_phy_offset: int) -> int:
-        """Delete files whose every entry points below min_phy_offset (never the newest file). Returns count."""
+        """Delete files whose every entry points below min_phy_offset (never the newest file). Returns
+        count."""
         removed = 0
         with self._lock:
             while len(self._files) > 1 and self._files[0].end_phy_offset < min_phy_offset:

@@ -1,4 +1,5 @@
-"""IndexFile / IndexService: raw layout against the seed, queries, rolling, recovery, corruption, retention."""
+"""IndexFile / IndexService: raw layout against the seed, queries, rolling, recovery, corruption,
+retention."""
 
 import os
 import struct
@@ -263,7 +264,8 @@ def test_bit_flips_stay_within_indexed_range(tmp_path):
         svc.load(last_exit_ok=False)
         for k in range(4):
             offs, _, _ = svc.query_offsets("T", f"k{k}", 64, 0, 2**62)
-            # the index has no checksums: a flipped offset can stay plausible, so the store re-checks the record
+            # the index has no checksums: a flipped offset can stay plausible, so the store re-checks the
+            # record
             # (topic, key, CRC) at every offset; here: never beyond the indexed range, chains always terminate
             assert all(0 <= o <= 1900 for o in offs), offs
         svc.close()
