@@ -1,0 +1,699 @@
+"""AdminClient: the operations behind mqadmin (RocketMQ's DefaultMQAdminExt), over the raw remoting client.
+
+Async core (``async with AdminClient("127.0.0.1:9876") as admin: await admin.topic_route("T")``); the console
+and other tools can reuse it directly, or through :class:`rocketq.admin.sync.MQAdminExt` from threads.
+
+Bodies are plain dicts parsed leniently (fastjson's object map keys become dicts, see ``mq_of``), so this
+module only depends on protocol/ and remoting/.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import socket
+import struct
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from rocketq.protocol.codes import RequestCode, ResponseCode
+from rocketq.protocol.frame import RemotingCommand
+from rocketq.remoting import RemotingClient, RemotingError
+
+from .errors import AdminError, NamesrvUnreachableError, TopicNotFoundError
+from .records import StoredMessage, decode_offset_msg_id, decode_records, encode_properties
+
+try:  # fastjson-style bodies (object map keys) from the protocol package
+    from rocketq.protocol.lenient_json import loads as _lenient_loads
+except ImportError:  # pragma: no cover - only while protocol/ is being written
+    _lenient_loads = None
+
+TOOLS_CONSUMER = "TOOLS_CONSUMER"
+SELF_TEST_PRODUCER = "SELF_TEST_P_GROUP"
+DEFAULT_TOPIC = "TBW102"
+MASTER_ID = "0"
+PULL_SYSFLAG_SUBSCRIPTION = 4
+PERM_READ = 4
+PERM_WRITE = 2
+
+
+def loads(body: bytes) -> Any:
+    if not body:
+        return {}
+    if _lenient_loads is not None:
+        return _lenient_loads(body)
+    return orjson.loads(body)
+
+
+def mq_of(key: Any) -> tuple[str, str, int]:
+    """(topic, brokerName, queueId) of a MessageQueue map key however the parser produced it."""
+    if hasattr(key, "to_dict"):
+        key = key.to_dict()
+    if isinstance(key, str):
+        key = orjson.loads(key)
+    if isinstance(key, dict):
+        return str(key.get("topic", "")), str(key.get("brokerName", "")), int(key.get("queueId", 0))
+    if hasattr(key, "topic"):
+        return key.topic, key.broker_name, key.queue_id
+    raise AdminError(f"unrecognised message queue key {key!r}")
+
+
+def _ext(**fields: Any) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for k, v in fields.items():
+        if v is None:
+            continue
+        out[k] = ("true" if v else "false") if isinstance(v, bool) else str(v)
+    return out
+
+
+@dataclass(slots=True)
+class TopicConfig:
+    topic_name: str
+    read_queue_nums: int = 8
+    write_queue_nums: int = 8
+    perm: int = 6
+    topic_filter_type: str = "SINGLE_TAG"
+    topic_sys_flag: int = 0
+    order: bool = False
+
+
+@dataclass(slots=True)
+class SubscriptionGroupConfig:
+    group_name: str
+    consume_enable: bool = True
+    consume_from_min_enable: bool = True
+    consume_broadcast_enable: bool = True
+    retry_queue_nums: int = 1
+    retry_max_times: int = 16
+    broker_id: int = 0
+    which_broker_when_consume_slowly: int = 1
+    notify_consumer_ids_changed_enable: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "brokerId": self.broker_id,
+            "consumeBroadcastEnable": self.consume_broadcast_enable,
+            "consumeEnable": self.consume_enable,
+            "consumeFromMinEnable": self.consume_from_min_enable,
+            "groupName": self.group_name,
+            "notifyConsumerIdsChangedEnable": self.notify_consumer_ids_changed_enable,
+            "retryMaxTimes": self.retry_max_times,
+            "retryQueueNums": self.retry_queue_nums,
+            "whichBrokerWhenConsumeSlowly": self.which_broker_when_consume_slowly,
+        }
+
+
+@dataclass(slots=True)
+class QueueOffsets:
+    topic: str
+    broker_name: str
+    queue_id: int
+    min_offset: int
+    max_offset: int
+    last_update_timestamp: int
+
+
+@dataclass(slots=True)
+class QueueConsumeStats:
+    topic: str
+    broker_name: str
+    queue_id: int
+    broker_offset: int
+    consumer_offset: int
+    last_timestamp: int
+
+    @property
+    def diff(self) -> int:
+        return max(0, self.broker_offset - self.consumer_offset)
+
+
+@dataclass(slots=True)
+class PullResult:
+    code: int
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    messages: list[StoredMessage]
+
+    @property
+    def found(self) -> bool:
+        return self.code == ResponseCode.SUCCESS
+
+
+@dataclass(slots=True)
+class SendResult:
+    broker_name: str
+    queue_id: int
+    queue_offset: int
+    msg_id: str
+    offset_msg_id: str
+    status: str = "SEND_OK"
+
+
+_uniq_counter = random.randrange(0, 1 << 16)
+
+
+def new_uniq_key() -> str:
+    """A Java MessageClientIDSetter-style id: ip + pid + hash + ms since month start + counter."""
+    global _uniq_counter
+    _uniq_counter = (_uniq_counter + 1) & 0xFFFF
+    try:
+        ip = socket.inet_aton("127.0.0.1")
+    except OSError:  # pragma: no cover
+        ip = b"\x7f\0\0\1"
+    now = time.time()
+    lt = time.localtime(now)
+    month_start = time.mktime((lt.tm_year, lt.tm_mon, 1, 0, 0, 0, 0, 0, -1))
+    since = int((now - month_start) * 1000) & 0x7FFFFFFF
+    raw = ip + struct.pack(">hii", os.getpid() & 0x7FFF, id(TOOLS_CONSUMER) & 0x7FFFFFFF, since)
+    return (raw + struct.pack(">H", _uniq_counter)).hex().upper()
+
+
+class AdminClient:
+    """Talks to the NameServer(s) and brokers. ``namesrv`` is ``"host:port[;host:port]"`` or a list."""
+
+    def __init__(self, namesrv: str | Iterable[str], *, timeout_s: float = 5.0, rpc_hook: Any = None) -> None:
+        if isinstance(namesrv, str):
+            addrs = [a.strip() for a in namesrv.replace(",", ";").split(";") if a.strip()]
+        else:
+            addrs = [a.strip() for a in namesrv if a.strip()]
+        if not addrs:
+            raise AdminError("no NameServer address: pass -n HOST:PORT or set NAMESRV_ADDR")
+        self.namesrv_addrs = addrs
+        self.timeout_s = timeout_s
+        self._remoting = RemotingClient(rpc_hook)
+
+    async def close(self) -> None:
+        await self._remoting.close()
+
+    async def __aenter__(self) -> AdminClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- transport -----------------------------------------------------------------------------------------
+    async def invoke_namesrv(
+        self, code: int, ext: dict[str, str] | None = None, body: bytes = b""
+    ) -> RemotingCommand:
+        errors: list[str] = []
+        for addr in self.namesrv_addrs:
+            try:
+                return await self._remoting.invoke(
+                    addr, RemotingCommand.request(code, ext, body), self.timeout_s
+                )
+            except RemotingError as exc:
+                errors.append(str(exc))
+        raise NamesrvUnreachableError("NameServer unreachable: " + "; ".join(errors))
+
+    async def invoke_broker(
+        self,
+        addr: str,
+        code: int,
+        ext: dict[str, str] | None = None,
+        body: bytes = b"",
+        *,
+        timeout_s: float | None = None,
+    ) -> RemotingCommand:
+        try:
+            return await self._remoting.invoke(
+                addr, RemotingCommand.request(code, ext, body), timeout_s or self.timeout_s
+            )
+        except RemotingError as exc:
+            raise AdminError(f"broker {addr}: {exc}") from None
+
+    @staticmethod
+    def check(
+        resp: RemotingCommand, what: str, ok: Iterable[int] = (ResponseCode.SUCCESS,)
+    ) -> RemotingCommand:
+        if resp.code not in tuple(ok):
+            try:
+                name = ResponseCode(resp.code).name
+            except ValueError:
+                name = str(resp.code)
+            raise AdminError(
+                f"{what} failed: {name} ({resp.code}) {resp.remark or ''}".rstrip(), resp.code, resp.remark
+            )
+        return resp
+
+    # -- NameServer ----------------------------------------------------------------------------------------
+    async def topic_route(self, topic: str) -> dict[str, Any]:
+        resp = await self.invoke_namesrv(RequestCode.GET_ROUTEINFO_BY_TOPIC, _ext(topic=topic))
+        if resp.code == ResponseCode.TOPIC_NOT_EXIST:
+            raise TopicNotFoundError(
+                f"topic {topic!r} does not exist: {resp.remark or 'no route info'}", resp.code
+            )
+        self.check(resp, f"topicRoute {topic}")
+        route = loads(resp.body_bytes)
+        route.setdefault("brokerDatas", [])
+        route.setdefault("queueDatas", [])
+        return route
+
+    async def cluster_info(self) -> dict[str, Any]:
+        resp = self.check(await self.invoke_namesrv(RequestCode.GET_BROKER_CLUSTER_INFO), "clusterList")
+        info = loads(resp.body_bytes)
+        info.setdefault("brokerAddrTable", {})
+        info.setdefault("clusterAddrTable", {})
+        return info
+
+    async def topic_list(self) -> list[str]:
+        resp = self.check(
+            await self.invoke_namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER), "topicList"
+        )
+        return sorted(loads(resp.body_bytes).get("topicList") or [])
+
+    async def topics_by_cluster(self, cluster: str) -> list[str]:
+        resp = await self.invoke_namesrv(RequestCode.GET_TOPICS_BY_CLUSTER, _ext(cluster=cluster))
+        self.check(resp, f"topics of cluster {cluster}")
+        return sorted(loads(resp.body_bytes).get("topicList") or [])
+
+    async def delete_topic_in_namesrv(self, topic: str, cluster: str | None = None) -> None:
+        for addr in self.namesrv_addrs:
+            req = RemotingCommand.request(
+                RequestCode.DELETE_TOPIC_IN_NAMESRV, _ext(topic=topic, clusterName=cluster)
+            )
+            try:
+                resp = await self._remoting.invoke(addr, req, self.timeout_s)
+            except RemotingError as exc:
+                raise NamesrvUnreachableError(f"NameServer {addr} unreachable: {exc}") from None
+            self.check(resp, f"delete topic {topic} in NameServer {addr}")
+
+    # -- addressing ----------------------------------------------------------------------------------------
+    async def master_addrs(self, cluster: str | None = None) -> dict[str, str]:
+        """brokerName -> master address, for one cluster (error if unknown) or all of them."""
+        info = await self.cluster_info()
+        table = info["brokerAddrTable"]
+        if cluster is not None:
+            names = info["clusterAddrTable"].get(cluster)
+            if names is None:
+                raise AdminError(
+                    f"cluster {cluster!r} not found (known: {', '.join(info['clusterAddrTable']) or 'none'})"
+                )
+        else:
+            names = list(table)
+        out: dict[str, str] = {}
+        for name in sorted(names):
+            addrs = (table.get(name) or {}).get("brokerAddrs") or {}
+            master = addrs.get(MASTER_ID, addrs.get(0))
+            if master:
+                out[name] = master
+        return out
+
+    async def broker_name_of(self, addr: str) -> str:
+        info = await self.cluster_info()
+        for name, data in info["brokerAddrTable"].items():
+            if addr in (data.get("brokerAddrs") or {}).values():
+                return name
+        return addr
+
+    @staticmethod
+    def route_masters(route: dict[str, Any]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for bd in route.get("brokerDatas") or []:
+            addrs = bd.get("brokerAddrs") or {}
+            master = addrs.get(MASTER_ID, addrs.get(0))
+            if master:
+                out[bd["brokerName"]] = master
+        return out
+
+    async def topic_queues(self, topic: str, *, writable: bool = False) -> list[tuple[str, str, int]]:
+        """[(brokerName, masterAddr, queueId)] of the topic's readable (or writable) queues."""
+        route = await self.topic_route(topic)
+        masters = self.route_masters(route)
+        out: list[tuple[str, str, int]] = []
+        for qd in sorted(route["queueDatas"], key=lambda q: q["brokerName"]):
+            name = qd["brokerName"]
+            if name not in masters:
+                continue
+            perm = int(qd.get("perm", 6))
+            if writable:
+                if not perm & PERM_WRITE:
+                    continue
+                n = int(qd.get("writeQueueNums", 0))
+            else:
+                if not perm & PERM_READ:
+                    continue
+                n = int(qd.get("readQueueNums", 0))
+            out.extend((name, masters[name], q) for q in range(n))
+        return out
+
+    # -- topics --------------------------------------------------------------------------------------------
+    async def create_topic(self, broker_addr: str, cfg: TopicConfig) -> None:
+        ext = _ext(
+            topic=cfg.topic_name,
+            defaultTopic=DEFAULT_TOPIC,
+            readQueueNums=cfg.read_queue_nums,
+            writeQueueNums=cfg.write_queue_nums,
+            perm=cfg.perm,
+            topicFilterType=cfg.topic_filter_type,
+            topicSysFlag=cfg.topic_sys_flag,
+            order=cfg.order,
+        )
+        resp = await self.invoke_broker(broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
+        self.check(resp, f"create topic {cfg.topic_name} on {broker_addr}")
+
+    async def delete_topic_in_broker(self, broker_addr: str, topic: str) -> None:
+        resp = await self.invoke_broker(broker_addr, RequestCode.DELETE_TOPIC_IN_BROKER, _ext(topic=topic))
+        self.check(resp, f"delete topic {topic} on {broker_addr}")
+
+    async def delete_topic(self, topic: str, cluster: str) -> list[str]:
+        """Delete in every master of the cluster, then in the NameServers. Returns the brokers touched."""
+        masters = await self.master_addrs(cluster)
+        for addr in masters.values():
+            await self.delete_topic_in_broker(addr, topic)
+        await self.delete_topic_in_namesrv(topic, cluster)
+        return list(masters.values())
+
+    async def topic_stats(self, topic: str) -> list[QueueOffsets]:
+        route = await self.topic_route(topic)
+        rows: list[QueueOffsets] = []
+        for name, addr in sorted(self.route_masters(route).items()):
+            resp = await self.invoke_broker(addr, RequestCode.GET_TOPIC_STATS_INFO, _ext(topic=topic))
+            self.check(resp, f"topicStatus {topic} on {name}")
+            table = loads(resp.body_bytes).get("offsetTable") or {}
+            for key, off in table.items():
+                t, b, q = mq_of(key)
+                rows.append(
+                    QueueOffsets(
+                        t,
+                        b or name,
+                        q,
+                        int(off.get("minOffset", 0)),
+                        int(off.get("maxOffset", 0)),
+                        int(off.get("lastUpdateTimestamp", 0)),
+                    )
+                )
+        rows.sort(key=lambda r: (r.broker_name, r.queue_id))
+        return rows
+
+    # -- brokers -------------------------------------------------------------------------------------------
+    async def broker_runtime_info(self, broker_addr: str) -> dict[str, str]:
+        resp = await self.invoke_broker(broker_addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+        self.check(resp, f"brokerStatus {broker_addr}")
+        return {str(k): str(v) for k, v in (loads(resp.body_bytes).get("table") or {}).items()}
+
+    async def max_offset(self, addr: str, topic: str, queue_id: int) -> int:
+        resp = await self.invoke_broker(addr, RequestCode.GET_MAX_OFFSET, _ext(topic=topic, queueId=queue_id))
+        return int(self.check(resp, "getMaxOffset").ext_fields.get("offset", 0))
+
+    async def min_offset(self, addr: str, topic: str, queue_id: int) -> int:
+        resp = await self.invoke_broker(addr, RequestCode.GET_MIN_OFFSET, _ext(topic=topic, queueId=queue_id))
+        return int(self.check(resp, "getMinOffset").ext_fields.get("offset", 0))
+
+    async def search_offset(self, addr: str, topic: str, queue_id: int, timestamp: int) -> int:
+        resp = await self.invoke_broker(
+            addr,
+            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
+            _ext(topic=topic, queueId=queue_id, timestamp=timestamp),
+        )
+        return int(self.check(resp, "searchOffset").ext_fields.get("offset", 0))
+
+    # -- messages ------------------------------------------------------------------------------------------
+    async def send_message(
+        self,
+        topic: str,
+        body: bytes,
+        *,
+        tags: str | None = None,
+        keys: str | None = None,
+        broker_name: str | None = None,
+        queue_id: int | None = None,
+        producer_group: str = SELF_TEST_PRODUCER,
+    ) -> SendResult:
+        queues = await self.topic_queues(topic, writable=True)
+        if broker_name is not None:
+            queues = [q for q in queues if q[0] == broker_name]
+            if not queues:
+                raise AdminError(f"broker {broker_name!r} has no writable queue of topic {topic!r}")
+        if queue_id is not None:
+            queues = [q for q in queues if q[2] == queue_id]
+            if not queues:
+                raise AdminError(f"topic {topic!r} has no writable queue {queue_id}")
+        if not queues:
+            raise AdminError(f"topic {topic!r} has no writable queue")
+        name, addr, qid = random.choice(queues)
+        uniq = new_uniq_key()
+        props: dict[str, str] = {}
+        if keys:
+            props["KEYS"] = keys
+        if tags:
+            props["TAGS"] = tags
+        props["WAIT"] = "true"
+        props["UNIQ_KEY"] = uniq
+        ext = _ext(
+            a=producer_group,
+            b=topic,
+            c=DEFAULT_TOPIC,
+            d=4,
+            e=qid,
+            f=0,
+            g=int(time.time() * 1000),
+            h=0,
+            i=encode_properties(props),
+            j=0,
+            k=False,
+            m=False,
+        )
+        resp = await self.invoke_broker(addr, RequestCode.SEND_MESSAGE_V2, ext, body)
+        self.check(
+            resp,
+            f"send to {topic} on {name}",
+            ok=(
+                ResponseCode.SUCCESS,
+                ResponseCode.FLUSH_DISK_TIMEOUT,
+                ResponseCode.FLUSH_SLAVE_TIMEOUT,
+                ResponseCode.SLAVE_NOT_AVAILABLE,
+            ),
+        )
+        status = {
+            ResponseCode.SUCCESS: "SEND_OK",
+            ResponseCode.FLUSH_DISK_TIMEOUT: "FLUSH_DISK_TIMEOUT",
+            ResponseCode.FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT",
+            ResponseCode.SLAVE_NOT_AVAILABLE: "SLAVE_NOT_AVAILABLE",
+        }[ResponseCode(resp.code)]
+        h = resp.ext_fields
+        return SendResult(
+            name,
+            int(h.get("queueId", qid)),
+            int(h.get("queueOffset", -1)),
+            uniq,
+            h.get("msgId", ""),
+            status,
+        )
+
+    async def view_message(self, offset_msg_id: str) -> StoredMessage:
+        try:
+            addr, offset = decode_offset_msg_id(offset_msg_id)
+        except ValueError as exc:
+            raise AdminError(str(exc)) from None
+        resp = await self.invoke_broker(addr, RequestCode.VIEW_MESSAGE_BY_ID, _ext(offset=offset))
+        self.check(resp, f"queryMsgById {offset_msg_id}")
+        msgs = decode_records(resp.body_bytes)
+        if not msgs:
+            raise AdminError(f"message {offset_msg_id} not found (undecodable body)")
+        msg = msgs[0]
+        msg.broker_name = await self.broker_name_of(addr)
+        return msg
+
+    async def query_message(
+        self,
+        topic: str,
+        key: str,
+        *,
+        max_num: int = 64,
+        begin: int = 0,
+        end: int | None = None,
+        unique_key: bool = False,
+    ) -> list[StoredMessage]:
+        route = await self.topic_route(topic)
+        end = int(time.time() * 1000) + 60_000 if end is None else end
+        found: list[StoredMessage] = []
+        for name, addr in sorted(self.route_masters(route).items()):
+            ext = _ext(topic=topic, key=key, maxNum=max_num, beginTimestamp=begin, endTimestamp=end)
+            if unique_key:
+                ext["_UNIQUE_KEY_QUERY"] = "true"
+            resp = await self.invoke_broker(addr, RequestCode.QUERY_MESSAGE, ext)
+            if resp.code == ResponseCode.QUERY_NOT_FOUND:
+                continue
+            self.check(resp, f"queryMsgByKey {topic} {key} on {name}")
+            for m in decode_records(resp.body_bytes):
+                m.broker_name = name
+                wanted = (
+                    m.properties.get("UNIQ_KEY") == key if unique_key else key in (m.keys or "").split(" ")
+                )
+                if wanted and m.topic == topic:
+                    found.append(m)
+        found.sort(key=lambda m: (m.store_timestamp, m.broker_name, m.queue_id, m.queue_offset))
+        return found
+
+    async def pull(
+        self,
+        addr: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        *,
+        max_nums: int = 32,
+        sub_expression: str = "*",
+        group: str = TOOLS_CONSUMER,
+        broker_name: str = "",
+    ) -> PullResult:
+        ext = _ext(
+            consumerGroup=group,
+            topic=topic,
+            queueId=queue_id,
+            queueOffset=offset,
+            maxMsgNums=max_nums,
+            sysFlag=PULL_SYSFLAG_SUBSCRIPTION,
+            commitOffset=0,
+            suspendTimeoutMillis=0,
+            subscription=sub_expression,
+            subVersion=0,
+            expressionType="TAG",
+        )
+        resp = await self.invoke_broker(addr, RequestCode.PULL_MESSAGE, ext)
+        self.check(
+            resp,
+            f"pull {topic}:{queue_id}@{offset}",
+            ok=(
+                ResponseCode.SUCCESS,
+                ResponseCode.PULL_NOT_FOUND,
+                ResponseCode.PULL_RETRY_IMMEDIATELY,
+                ResponseCode.PULL_OFFSET_MOVED,
+            ),
+        )
+        h = resp.ext_fields
+        msgs = decode_records(resp.body_bytes) if resp.code == ResponseCode.SUCCESS else []
+        if sub_expression.strip() not in ("", "*"):
+            wanted = {t.strip() for t in sub_expression.split("||")}
+            msgs = [m for m in msgs if m.tags in wanted]
+        for m in msgs:
+            m.broker_name = broker_name
+        return PullResult(
+            resp.code,
+            int(h.get("nextBeginOffset", offset)),
+            int(h.get("minOffset", 0)),
+            int(h.get("maxOffset", 0)),
+            msgs,
+        )
+
+    # -- consumers -----------------------------------------------------------------------------------------
+    async def consume_stats(
+        self, group: str, topic: str | None = None
+    ) -> tuple[list[QueueConsumeStats], float]:
+        """Per-queue broker/consumer offsets of a group over every master broker, and the summed TPS."""
+        masters = await self.master_addrs()
+        rows: list[QueueConsumeStats] = []
+        tps = 0.0
+        any_ok = False
+        last_err: AdminError | None = None
+        for name, addr in masters.items():
+            resp = await self.invoke_broker(
+                addr, RequestCode.GET_CONSUME_STATS, _ext(consumerGroup=group, topic=topic)
+            )
+            if resp.code != ResponseCode.SUCCESS:
+                try:
+                    self.check(resp, f"consumerProgress {group} on {name}")
+                except AdminError as exc:
+                    last_err = exc
+                continue
+            any_ok = True
+            stats = loads(resp.body_bytes)
+            tps += float(stats.get("consumeTps", 0) or 0)
+            for key, w in (stats.get("offsetTable") or {}).items():
+                t, b, q = mq_of(key)
+                rows.append(
+                    QueueConsumeStats(
+                        t,
+                        b or name,
+                        q,
+                        int(w.get("brokerOffset", 0)),
+                        int(w.get("consumerOffset", 0)),
+                        int(w.get("lastTimestamp", 0)),
+                    )
+                )
+        if not any_ok and last_err is not None:
+            raise last_err
+        rows.sort(key=lambda r: (r.topic, r.broker_name, r.queue_id))
+        return rows, tps
+
+    async def consumer_connection(self, group: str) -> dict[str, Any]:
+        masters = await self.master_addrs()
+        last: AdminError | None = None
+        for name, addr in masters.items():
+            resp = await self.invoke_broker(
+                addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, _ext(consumerGroup=group)
+            )
+            if resp.code == ResponseCode.SUCCESS:
+                conn = loads(resp.body_bytes)
+                conn.setdefault("connectionSet", [])
+                conn.setdefault("subscriptionTable", {})
+                return conn
+            try:
+                self.check(resp, f"consumerConnection {group} on {name}")
+            except AdminError as exc:
+                last = exc
+        if last is not None:
+            raise last
+        raise AdminError("no broker in the cluster")
+
+    async def create_subscription_group(self, broker_addr: str, cfg: SubscriptionGroupConfig) -> None:
+        resp = await self.invoke_broker(
+            broker_addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, orjson.dumps(cfg.to_json())
+        )
+        self.check(resp, f"updateSubGroup {cfg.group_name} on {broker_addr}")
+
+    async def update_consumer_offset(
+        self, addr: str, group: str, topic: str, queue_id: int, offset: int
+    ) -> None:
+        ext = _ext(consumerGroup=group, topic=topic, queueId=queue_id, commitOffset=offset)
+        resp = await self.invoke_broker(addr, RequestCode.UPDATE_CONSUMER_OFFSET, ext)
+        self.check(resp, f"update offset of {group} {topic}:{queue_id}")
+
+    async def reset_offset_by_time(
+        self, group: str, topic: str, timestamp: int, force: bool = True
+    ) -> dict[tuple[str, str, int], int]:
+        """INVOKE_BROKER_TO_RESET_OFFSET on every master of the topic: {(topic, broker, qid): new offset}.
+
+        Raises AdminError with code CONSUMER_NOT_ONLINE (206) when nobody of the group is connected; the
+        caller may then use :meth:`reset_offset_by_time_offline`.
+        """
+        route = await self.topic_route(topic)
+        out: dict[tuple[str, str, int], int] = {}
+        for name, addr in sorted(self.route_masters(route).items()):
+            ext = _ext(topic=topic, group=group, timestamp=timestamp, isForce=force)
+            resp = await self.invoke_broker(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)
+            self.check(resp, f"resetOffsetByTime {group} {topic} on {name}")
+            for key, off in (loads(resp.body_bytes).get("offsetTable") or {}).items():
+                t, b, q = mq_of(key)
+                out[(t, b or name, q)] = int(off)
+        return out
+
+    async def reset_offset_by_time_offline(
+        self, group: str, topic: str, timestamp: int, force: bool = True
+    ) -> list[tuple[QueueConsumeStats, int, int]]:
+        """The old way (no consumer online): search each queue's offset and store it as the group's offset.
+
+        Returns [(stats before, offset for the timestamp, offset set)]."""
+        rows, _ = await self.consume_stats(group, topic)
+        masters = await self.master_addrs()
+        out: list[tuple[QueueConsumeStats, int, int]] = []
+        for r in rows:
+            if r.topic != topic or r.broker_name not in masters:
+                continue
+            addr = masters[r.broker_name]
+            ts_offset = await self.search_offset(addr, topic, r.queue_id, timestamp)
+            new = ts_offset if force or ts_offset < r.consumer_offset else r.consumer_offset
+            await self.update_consumer_offset(addr, group, topic, r.queue_id, new)
+            out.append((r, ts_offset, new))
+        return out
+
+    # -- misc ----------------------------------------------------------------------------------------------
+    async def gather(self, *aws: Any) -> list[Any]:
+        return list(await asyncio.gather(*aws))

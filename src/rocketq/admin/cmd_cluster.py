@@ -1,0 +1,144 @@
+"""Cluster and broker commands: clusterList, brokerStatus."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import TextIO
+
+from .client import AdminClient
+from .errors import AdminError
+from .fmt import table
+from .registry import command
+
+# MQVersion ordinals -> names, for the versions clients commonly report.
+VERSION_NAMES = {
+    121: "V3_4_9",
+    213: "V4_0_0",
+    273: "V4_3_0",
+    355: "V4_7_1",
+    373: "V4_8_0",
+    393: "V4_9_0",
+    401: "V4_9_4",
+    409: "V4_9_8",
+    413: "V5_0_0",
+}
+
+
+def version_desc(v: int | str) -> str:
+    try:
+        n = int(v)
+    except (TypeError, ValueError):
+        return str(v)
+    return VERSION_NAMES.get(n, str(n))
+
+
+def _first_float(text: str) -> float:
+    try:
+        return float(text.split()[0]) if text else 0.0
+    except ValueError:
+        return 0.0
+
+
+def _cluster_list_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-m", "--moreStats", dest="more", action="store_true", help="print in/out totals")
+    p.add_argument("-i", "--interval", type=int, default=0, help="repeat every N seconds")
+
+
+async def _print_cluster(admin: AdminClient, more: bool, out: TextIO) -> None:
+    info = await admin.cluster_info()
+    brokers = info["brokerAddrTable"]
+    rows = []
+    for cluster in sorted(info["clusterAddrTable"]):
+        for name in sorted(info["clusterAddrTable"][cluster]):
+            addrs = (brokers.get(name) or {}).get("brokerAddrs") or {}
+            for bid in sorted(addrs, key=lambda k: int(k)):
+                addr = addrs[bid]
+                try:
+                    rt = await admin.broker_runtime_info(addr)
+                except AdminError:
+                    rt = {}
+                if more:
+                    rows.append(
+                        (
+                            cluster,
+                            name,
+                            rt.get("msgPutTotalYesterdayMorning", "0"),
+                            rt.get("msgGetTotalYesterdayMorning", "0"),
+                            rt.get("msgPutTotalTodayNow", "0"),
+                            rt.get("msgGetTotalTodayNow", "0"),
+                        )
+                    )
+                else:
+                    in_tps = _first_float(rt.get("putTps", ""))
+                    out_tps = _first_float(rt.get("getTransferedTps", rt.get("getTransferredTps", "")))
+                    rows.append(
+                        (
+                            cluster,
+                            name,
+                            bid,
+                            addr,
+                            rt.get("brokerVersionDesc", "-"),
+                            f"{in_tps:.2f}",
+                            f"{out_tps:.2f}",
+                            rt.get("pageCacheLockTimeMills", "0"),
+                            rt.get("earliestMessageTimeStamp", "-"),
+                            rt.get("commitLogDiskRatio", "-"),
+                        )
+                    )
+    if more:
+        headers = (
+            "Cluster Name",
+            "Broker Name",
+            "InTotalYest",
+            "OutTotalYest",
+            "InTotalToday",
+            "OutTotalToday",
+        )
+    else:
+        headers = (
+            "Cluster Name",
+            "Broker Name",
+            "BID",
+            "Addr",
+            "Version",
+            "InTPS",
+            "OutTPS",
+            "PCWait(ms)",
+            "EarliestMsgTime",
+            "SPACE",
+        )
+    table(out, headers, rows)
+
+
+@command("clusterList", "List the cluster's brokers", _cluster_list_args)
+async def cluster_list(admin: AdminClient, a: argparse.Namespace, out: TextIO) -> int:
+    while True:
+        await _print_cluster(admin, a.more, out)
+        if a.interval <= 0:
+            return 0
+        out.flush()
+        await asyncio.sleep(a.interval)
+
+
+def _broker_status_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("-b", "--brokerAddr", dest="broker_addr", help="broker address ip:port")
+    g.add_argument("-c", "--clusterName", dest="cluster", help="every broker of this cluster")
+
+
+@command("brokerStatus", "Fetch a broker's runtime status", _broker_status_args)
+async def broker_status(admin: AdminClient, a: argparse.Namespace, out: TextIO) -> int:
+    if a.broker_addr:
+        rt = await admin.broker_runtime_info(a.broker_addr)
+        width = max((len(k) for k in rt), default=0)
+        for k in sorted(rt):
+            out.write(f"{k.ljust(width)} : {rt[k]}\n")
+        return 0
+    masters = await admin.master_addrs(a.cluster)
+    rows = []
+    for addr in masters.values():
+        rt = await admin.broker_runtime_info(addr)
+        rows.extend((addr, k, rt[k]) for k in sorted(rt))
+    table(out, ("Broker Addr", "Key", "Value"), rows)
+    return 0
