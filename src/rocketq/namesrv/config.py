@@ -1,0 +1,80 @@
+"""NameServer configuration: RocketMQ's property names where they exist, plus test-friendly intervals."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def default_home() -> str:
+    return str(Path.home() / ".rocketq")
+
+
+@dataclass(slots=True)
+class NamesrvConfig:
+    listen_port: int = 9876
+    bind_address: str = "127.0.0.1"
+    home: str = field(default_factory=default_home)  # like Java's user.home: KV lives in <home>/namesrv/
+    kv_config_path: str | None = None
+    broker_channel_expired_s: float = 120.0
+    scan_not_active_broker_interval_s: float = 10.0
+    server_channel_max_idle_s: float = 120.0
+
+    @property
+    def kv_path(self) -> str:
+        return self.kv_config_path or str(Path(self.home) / "namesrv" / "kvConfig.json")
+
+    def apply_env(self, env: dict[str, str] | None = None) -> None:
+        """ROCKETQ_NAMESRV_BROKER_EXPIRE_S / _SCAN_INTERVAL_S / _IDLE_TIMEOUT_S (seconds)."""
+        env = dict(os.environ) if env is None else env
+        for var, attr in (
+            ("ROCKETQ_NAMESRV_BROKER_EXPIRE_S", "broker_channel_expired_s"),
+            ("ROCKETQ_NAMESRV_SCAN_INTERVAL_S", "scan_not_active_broker_interval_s"),
+            ("ROCKETQ_NAMESRV_IDLE_TIMEOUT_S", "server_channel_max_idle_s"),
+        ):
+            if env.get(var):
+                setattr(self, attr, _positive(float(env[var]), var))
+
+    def apply_properties(self, props: dict[str, str]) -> None:
+        """namesrv.conf keys: listenPort, bindAddress, rocketmqHome, kvConfigPath,
+        scanNotActiveBrokerInterval (ms), brokerChannelExpiredTime (ms), serverChannelMaxIdleTimeSeconds."""
+        if "listenPort" in props:
+            self.listen_port = int(props["listenPort"])
+        if "bindAddress" in props:
+            self.bind_address = props["bindAddress"]
+        if "rocketmqHome" in props:
+            self.home = props["rocketmqHome"]
+        if "kvConfigPath" in props:
+            self.kv_config_path = props["kvConfigPath"]
+        if "scanNotActiveBrokerInterval" in props:
+            self.scan_not_active_broker_interval_s = _positive(
+                int(props["scanNotActiveBrokerInterval"]) / 1000, "x"
+            )
+        if "brokerChannelExpiredTime" in props:
+            self.broker_channel_expired_s = _positive(int(props["brokerChannelExpiredTime"]) / 1000, "x")
+        if "serverChannelMaxIdleTimeSeconds" in props:
+            self.server_channel_max_idle_s = float(props["serverChannelMaxIdleTimeSeconds"])
+
+
+def _positive(value: float, name: str) -> float:
+    if not value > 0:
+        raise ValueError(f"{name} must be positive")
+    return value
+
+
+def read_properties(path: str) -> dict[str, str]:
+    """A minimal java.util.Properties reader: key=value or key: value, # and ! comments."""
+    props: dict[str, str] = {}
+    with open(path, encoding="utf-8") as f:
+        for raw in f:
+            line = raw.strip()
+            if not line or line[0] in "#!":
+                continue
+            for i, c in enumerate(line):
+                if c in "=:":
+                    props[line[:i].strip()] = line[i + 1 :].strip()
+                    break
+            else:
+                props[line] = ""
+    return props

@@ -1,0 +1,58 @@
+"""NamesrvController: the NameServer's server, registry, KV store and expiry scan, startable in-process."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from rocketq.remoting import RemotingServer
+
+from .config import NamesrvConfig
+from .kvconfig import KVConfigManager
+from .processor import NamesrvProcessor
+from .route_info import RouteInfoManager
+
+log = logging.getLogger(__name__)
+
+BOOT_LINE = "The Name Server boot success. serializeType=JSON"
+
+
+class NamesrvController:
+    def __init__(self, config: NamesrvConfig | None = None) -> None:
+        self.config = config or NamesrvConfig()
+        self.routes = RouteInfoManager(broker_channel_expired_s=self.config.broker_channel_expired_s)
+        self.kv = KVConfigManager(self.config.kv_path)
+        self.server = RemotingServer(
+            self.config.bind_address,
+            self.config.listen_port,
+            idle_timeout_s=self.config.server_channel_max_idle_s,
+        )
+        self.processor = NamesrvProcessor(self.routes, self.kv)
+        self.processor.register(self.server)
+        self._scan_task: asyncio.Task[None] | None = None
+
+    @property
+    def address(self) -> str:
+        return self.server.address
+
+    async def start(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self.kv.load)
+        await self.server.start()
+        self._scan_task = asyncio.get_running_loop().create_task(self._scan_loop())
+
+    async def _scan_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.scan_not_active_broker_interval_s)
+            for addr, channel in self.routes.scan_not_active_broker():
+                log.warning(
+                    "broker %s expired: no registration for %gs", addr, self.config.broker_channel_expired_s
+                )
+                if channel is not None and hasattr(channel, "close"):
+                    channel.close()
+
+    async def close(self) -> None:
+        if self._scan_task is not None:
+            self._scan_task.cancel()
+            self._scan_task = None
+        await self.server.close()
+        await self.kv.persist()

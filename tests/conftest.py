@@ -1,0 +1,34 @@
+"""Shared fixtures. Process helpers live in tests/helpers/procs.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.procs import RocketqProcess, start_namesrv, start_rocketq
+
+
+@pytest.fixture
+def rocketq_procs() -> Iterator[Callable[..., RocketqProcess]]:
+    """Factory: ``rocketq_procs(args, boot_line=...)``; every started process is stopped at teardown."""
+    started: list[RocketqProcess] = []
+
+    def start(*args: Any, **kwargs: Any) -> RocketqProcess:
+        proc = start_rocketq(*args, **kwargs)
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in reversed(started):
+        proc.stop()
+
+
+@pytest.fixture
+def namesrv(tmp_path: Path) -> Iterator[RocketqProcess]:
+    """A NameServer process on a free port with its home in tmp_path/namesrv-home."""
+    proc = start_namesrv(tmp_path / "namesrv-home")
+    yield proc
+    proc.stop()
