@@ -11,6 +11,25 @@ import logging
 
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import ProtocolError, RemotingCommand
+from rocketq.protocol.headers import (
+    AddWritePermOfBrokerRequestHeader,
+    AddWritePermOfBrokerResponseHeader,
+    DeleteKVConfigRequestHeader,
+    DeleteTopicFromNamesrvRequestHeader,
+    GetKVConfigRequestHeader,
+    GetKVConfigResponseHeader,
+    GetKVListByNamespaceRequestHeader,
+    GetRouteInfoRequestHeader,
+    GetTopicsByClusterRequestHeader,
+    PutKVConfigRequestHeader,
+    QueryDataVersionRequestHeader,
+    QueryDataVersionResponseHeader,
+    RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader,
+    UnregisterBrokerRequestHeader,
+    WipeWritePermOfBrokerRequestHeader,
+    WipeWritePermOfBrokerResponseHeader,
+)
 from rocketq.protocol.route import (
     MASTER_ID,
     DataVersion,
@@ -35,38 +54,19 @@ class HeaderError(ValueError):
     pass
 
 
-def _str(req: RemotingCommand, key: str, *, required: bool = True, limit: int = MAX_NAME_LEN) -> str:
-    value = req.ext_fields.get(key)
-    if value is None or value == "":
+def _name(value: str | None, key: str, *, required: bool = True, limit: int = MAX_NAME_LEN) -> str:
+    """Bound a name from the wire (typed headers already checked presence and types)."""
+    if not value:
         if required:
-            raise HeaderError(f"the custom field <{key}> is null")
+            raise HeaderError(f"the custom field <{key}> is empty")
         return ""
     if len(value) > limit:
         raise HeaderError(f"the custom field <{key}> is longer than {limit} characters")
     return value
 
 
-def _int(req: RemotingCommand, key: str, default: int | None = None) -> int:
-    value = req.ext_fields.get(key)
-    if value is None or value == "":
-        if default is None:
-            raise HeaderError(f"the custom field <{key}> is null")
-        return default
-    try:
-        n = int(value)
-    except ValueError:
-        raise HeaderError(f"the custom field <{key}> is not an integer: {value[:40]!r}") from None
-    if not -(2**63) <= n < 2**63:
-        raise HeaderError(f"the custom field <{key}> is out of range")
-    return n
-
-
-def _bool(req: RemotingCommand, key: str) -> bool:
-    return req.ext_fields.get(key, "").strip().lower() == "true"
-
-
-def _addr(req: RemotingCommand, key: str) -> str:
-    value = _str(req, key, limit=MAX_ADDR_LEN)
+def _addr(value: str, key: str) -> str:
+    _name(value, key, limit=MAX_ADDR_LEN)
     host, sep, port = value.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise HeaderError(f"the custom field <{key}> is not HOST:PORT: {value[:60]!r}")
@@ -112,13 +112,12 @@ class NamesrvProcessor:
 
     # -- brokers -----------------------------------------------------------------------------
     def register_broker(self, ch: Channel, req: RemotingCommand) -> RemotingCommand:
-        broker_name = _str(req, "brokerName")
-        broker_addr = _addr(req, "brokerAddr")
-        cluster_name = _str(req, "clusterName")
-        ha_server_addr = _str(req, "haServerAddr", required=False, limit=MAX_ADDR_LEN)
-        broker_id = _int(req, "brokerId")
-        compressed = _bool(req, "compressed")
-        crc = _int(req, "bodyCrc32", 0)
+        h = RegisterBrokerRequestHeader.from_ext(req.ext_fields)
+        broker_name = _name(h.broker_name, "brokerName")
+        broker_addr = _addr(h.broker_addr, "brokerAddr")
+        cluster_name = _name(h.cluster_name, "clusterName")
+        ha_server_addr = _name(h.ha_server_addr, "haServerAddr", required=False, limit=MAX_ADDR_LEN)
+        broker_id, compressed, crc = h.broker_id, h.compressed, h.body_crc32
         body = req.body_bytes
         if crc != 0 and body_crc32(body) != crc:
             log.warning(
@@ -144,32 +143,30 @@ class NamesrvProcessor:
         result = self.routes.register_broker(
             cluster_name, broker_addr, broker_name, broker_id, ha_server_addr, wrapper, filters, ch
         )
-        ext: dict[str, str] = {}
-        if result.master_addr is not None:
-            ext["masterAddr"] = result.master_addr
-        if result.ha_server_addr is not None:
-            ext["haServerAddr"] = result.ha_server_addr
+        ext = RegisterBrokerResponseHeader(
+            ha_server_addr=result.ha_server_addr, master_addr=result.master_addr
+        ).to_ext()
         order = self.kv.list_namespace(ORDER_TOPIC_CONFIG)
         return _ok(req, ext, KVTable(order).encode() if order else b"")
 
     def unregister_broker(self, ch: Channel, req: RemotingCommand) -> RemotingCommand:
-        self.routes.unregister_broker(
-            _str(req, "clusterName"), _addr(req, "brokerAddr"), _str(req, "brokerName"), _int(req, "brokerId")
-        )
+        h = UnregisterBrokerRequestHeader.from_ext(req.ext_fields)
+        self.routes.unregister_broker(h.cluster_name, h.broker_addr, h.broker_name, h.broker_id)
         return _ok(req)
 
     def query_data_version(self, ch: Channel, req: RemotingCommand) -> RemotingCommand:
-        broker_addr = _addr(req, "brokerAddr")
+        broker_addr = QueryDataVersionRequestHeader.from_ext(req.ext_fields).broker_addr
         try:
             version = DataVersion.decode(req.body_bytes) if req.body else DataVersion()
         except ProtocolError as exc:
             return req.response(ResponseCode.SYSTEM_ERROR, f"bad data version body: {exc}")
         changed, held = self.routes.query_data_version(broker_addr, version)
-        return _ok(req, {"changed": "true" if changed else "false"}, held.encode() if held else b"")
+        ext = QueryDataVersionResponseHeader(changed=changed).to_ext()
+        return _ok(req, ext, held.encode() if held else b"")
 
     # -- routes ------------------------------------------------------------------------------
     def get_route_info_by_topic(self, ch: Channel, req: RemotingCommand) -> RemotingCommand:
-        topic = _str(req, "topic")
+        topic = _name(GetRouteInfoRequestHeader.from_ext(req.ext_fields).topic, "topic")
         route = self.routes.pick_topic_route_data(topic)
         if route is None:
             return req.response(
@@ -186,46 +183,49 @@ class NamesrvProcessor:
         return _ok(req, body=self.routes.get_all_topic_list().encode())
 
     def get_topics_by_cluster(self, ch: Channel, req: RemotingCommand) -> RemotingCommand:
-        return _ok(req, body=self.routes.get_topics_by_cluster(_str(req, "cluster")).encode())
+        cluster = GetTopicsByClusterRequestHeader.from_ext(req.ext_fields).cluster
+        return _ok(req, body=self.routes.get_topics_by_cluster(cluster).encode())
 
     def delete_topic(self, ch: Channel, req: RemotingCommand) -> RemotingCommand:
-        self.routes.delete_topic(_str(req, "topic"), _str(req, "clusterName", required=False) or None)
+        h = DeleteTopicFromNamesrvRequestHeader.from_ext(req.ext_fields)
+        self.routes.delete_topic(h.topic, h.cluster_name or None)
         return _ok(req)
 
     def wipe_write_perm(self, ch: Channel, req: RemotingCommand) -> RemotingCommand:
-        count = self.routes.wipe_write_perm_of_broker(_str(req, "brokerName"))
-        return _ok(req, {"wipeTopicCount": str(count)})
+        h = WipeWritePermOfBrokerRequestHeader.from_ext(req.ext_fields)
+        count = self.routes.wipe_write_perm_of_broker(h.broker_name)
+        return _ok(req, WipeWritePermOfBrokerResponseHeader(wipe_topic_count=count).to_ext())
 
     def add_write_perm(self, ch: Channel, req: RemotingCommand) -> RemotingCommand:
-        count = self.routes.add_write_perm_of_broker(_str(req, "brokerName"))
-        return _ok(req, {"addTopicCount": str(count)})
+        h = AddWritePermOfBrokerRequestHeader.from_ext(req.ext_fields)
+        count = self.routes.add_write_perm_of_broker(h.broker_name)
+        return _ok(req, AddWritePermOfBrokerResponseHeader(add_topic_count=count).to_ext())
 
     # -- KV config ---------------------------------------------------------------------------
     async def put_kv_config(self, ch: Channel, req: RemotingCommand) -> RemotingCommand:
-        namespace, key = _str(req, "namespace"), _str(req, "key", limit=1024)
-        value = req.ext_fields.get("value")
-        if value is None:
-            raise HeaderError("the custom field <value> is null")
-        self.kv.put(namespace, key, value)
+        h = PutKVConfigRequestHeader.from_ext(req.ext_fields)
+        self.kv.put(h.namespace, h.key, h.value)
         await self.kv.persist()
         return _ok(req)
 
     def get_kv_config(self, ch: Channel, req: RemotingCommand) -> RemotingCommand:
-        namespace, key = _str(req, "namespace"), _str(req, "key", limit=1024)
+        h = GetKVConfigRequestHeader.from_ext(req.ext_fields)
+        namespace, key = h.namespace, h.key
         value = self.kv.get(namespace, key)
         if value is None:
             return req.response(
                 ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {namespace} Key: {key}"
             )
-        return _ok(req, {"value": value})
+        return _ok(req, GetKVConfigResponseHeader(value=value).to_ext())
 
     async def delete_kv_config(self, ch: Channel, req: RemotingCommand) -> RemotingCommand:
-        if self.kv.delete(_str(req, "namespace"), _str(req, "key", limit=1024)):
+        h = DeleteKVConfigRequestHeader.from_ext(req.ext_fields)
+        if self.kv.delete(h.namespace, h.key):
             await self.kv.persist()
         return _ok(req)
 
     def get_kv_list_by_namespace(self, ch: Channel, req: RemotingCommand) -> RemotingCommand:
-        namespace = _str(req, "namespace")
+        namespace = GetKVListByNamespaceRequestHeader.from_ext(req.ext_fields).namespace
         table = self.kv.list_namespace(namespace)
         if table is None:
             return req.response(ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {namespace}")
