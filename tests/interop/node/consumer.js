@@ -21,6 +21,8 @@ async function main() {
     instanceName: cfg.instanceName || `consumer-${process.pid}`,
     consumeFromWhere: cfg.consumeFromWhere || 'CONSUME_FROM_FIRST_OFFSET',
     rebalanceInterval: cfg.rebalanceInterval || 1000,
+    // %RETRY%<group> gets its route only after the first heartbeat: poll the NameServer often.
+    pollNameServerInteval: cfg.pollNameServerInterval || 1000,
     persistConsumerOffsetInterval: cfg.persistConsumerOffsetInterval || 1000,
     maxReconsumeTimes: cfg.maxReconsumeTimes === undefined ? 16 : cfg.maxReconsumeTimes,
   });

@@ -1,0 +1,257 @@
+"""Interop with ali-ons 3.12.0 (the npm RocketMQ 4.x client) against a real `rocketq standalone`.
+
+The node side lives in tests/interop/node (producer.js / consumer.js print JSON lines). Topics are created
+with our mqadmin first: ali-ons cannot auto-create them (specs/remoting-v4.md §7).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import zlib
+from collections.abc import Iterator
+
+import pytest
+
+from rocketq.admin import MQAdminExt
+from rocketq.admin.client import _ext, new_uniq_key
+from rocketq.admin.records import StoredMessage, encode_properties
+from rocketq.protocol.codes import RequestCode
+
+from .standalone import (
+    FAST_DELAY_LEVELS,
+    NodeRun,
+    Standalone,
+    ensure_node_modules,
+    mqadmin_ok,
+    node_available,
+    run_node,
+    start_standalone,
+    unique,
+)
+
+_skip = node_available()
+pytestmark = [pytest.mark.skipif(_skip is not None, reason=f"ali-ons interop needs node/npm: {_skip}")]
+
+BIG = 8 * 1024  # > compressMsgBodyOverHowmuch (4096): ali-ons zlib-compresses it
+
+
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
+    ensure_node_modules()
+    sa = start_standalone(tmp_path_factory.mktemp("ali-ons"), {"messageDelayLevel": FAST_DELAY_LEVELS})
+    yield sa
+    sa.stop()
+
+
+@pytest.fixture(scope="module")
+def admin(standalone: Standalone) -> Iterator[MQAdminExt]:
+    with MQAdminExt(standalone.namesrv) as a:
+        yield a
+
+
+def create_topic(sa: Standalone, topic: str, queues: int = 4) -> None:
+    mqadmin_ok(
+        sa.namesrv, "updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", str(queues), "-w", str(queues)
+    )
+
+
+def pull_all(admin: MQAdminExt, topic: str, expect: int, timeout: float = 10.0) -> list[StoredMessage]:
+    """Raw pulls (no client library) over every queue until `expect` messages are seen."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got: list[StoredMessage] = []
+        for name, addr, qid in admin.topic_queues(topic):
+            offset = 0
+            while True:
+                r = admin.pull(addr, topic, qid, offset, broker_name=name)
+                got.extend(r.messages)
+                if not r.messages or r.next_begin_offset <= offset:
+                    break
+                offset = r.next_begin_offset
+        if len(got) >= expect or time.monotonic() > deadline:
+            return got
+        time.sleep(0.2)
+
+
+def raw_send(admin: MQAdminExt, topic: str, body: bytes, tags: str, *, compress: bool = False) -> None:
+    """A send as a Java client does it (SEND_MESSAGE_V2, UNIQ_KEY, zlib + sysFlag 1 when compressed)."""
+    _, addr, qid = admin.topic_queues(topic, writable=True)[0]
+    sys_flag = 0
+    if compress:
+        body = zlib.compress(body, 5)
+        sys_flag = 1
+    props = {"TAGS": tags, "WAIT": "true", "UNIQ_KEY": new_uniq_key()}
+    ext = _ext(
+        a="PY_RAW_PG",
+        b=topic,
+        c="TBW102",
+        d=4,
+        e=qid,
+        f=sys_flag,
+        g=int(time.time() * 1000),
+        h=0,
+        i=encode_properties(props),
+        j=0,
+        k=False,
+        m=False,
+    )
+    resp = admin.invoke_broker(addr, RequestCode.SEND_MESSAGE_V2, ext, body)
+    assert resp.code == 0, f"raw send failed: {resp.code} {resp.remark}"
+
+
+def sha1(b: bytes) -> str:
+    return hashlib.sha1(b).hexdigest()
+
+
+def big_body(text: str) -> bytes:
+    unit = (text + "|").encode()
+    return (unit * (BIG // len(unit) + 1))[:BIG]
+
+
+def test_ali_ons_producer_stored_and_pulled_raw(standalone: Standalone, admin: MQAdminExt) -> None:
+    topic = unique("AliProd")
+    create_topic(standalone, topic)
+    msgs = [
+        {"topic": topic, "tags": "TagA" if i % 2 == 0 else "TagB", "keys": [f"k-{i}"], "body": f"hello-{i}"}
+        for i in range(8)
+    ]
+    msgs.append({"topic": topic, "tags": "TagC", "keys": ["big"], "body": "BIG", "size": BIG})
+    run = run_node("producer.js", {"nameSrv": standalone.namesrv, "group": unique("PG"), "messages": msgs})
+    sent = run.of("sent")
+    assert len(sent) == 9
+    assert {s["status"] for s in sent} == {"SEND_OK"}
+    assert {s["queueId"] for s in sent} <= {0, 1, 2, 3}
+
+    stored = pull_all(admin, topic, 9)
+    assert len(stored) == 9
+    by_sha = {sha1(m.body): m for m in stored}
+    for s, m in zip(sent, msgs, strict=True):
+        got = by_sha[s["bodySha1"]]  # bodies arrive intact (the big one decompressed)
+        assert got.tags == m["tags"]
+        assert got.keys == m["keys"][0]
+        assert got.queue_id == s["queueId"]
+        assert got.queue_offset == s["queueOffset"]
+        assert got.offset_msg_id == s["msgId"]  # ali-ons reports the broker's offsetMsgId
+    big = by_sha[sent[-1]["bodySha1"]]
+    assert big.sys_flag & 1, "the broker must keep ali-ons' COMPRESSED sysFlag"
+    assert len(big.body) == BIG
+
+    # the offsetMsgId ali-ons got back resolves with mqadmin queryMsgById
+    text = mqadmin_ok(standalone.namesrv, "queryMsgById", "-i", sent[0]["msgId"])
+    assert topic in text and "hello-0" in text
+
+
+def test_ali_ons_consumer_gets_java_style_sends_with_tag_filter(
+    standalone: Standalone, admin: MQAdminExt
+) -> None:
+    topic = unique("AliCons")
+    create_topic(standalone, topic, queues=2)
+    for i in range(6):
+        raw_send(admin, topic, f"py-{i}".encode(), "TagA" if i % 2 == 0 else "TagB")
+    big = big_body("PYBIG")
+    raw_send(admin, topic, big, "TagA", compress=True)
+
+    run = run_node(
+        "consumer.js",
+        {
+            "nameSrv": standalone.namesrv,
+            "group": unique("CG"),
+            "topic": topic,
+            "subExpression": "TagA",
+            "expect": 4,
+            "timeoutMs": 40000,
+        },
+        timeout=60,
+    )
+    got = run.of("msg")
+    assert all(m["tags"] == "TagA" for m in got), run.report()
+    bodies = sorted(m["bodyHead"] for m in got if m["bodyLen"] < 100)
+    assert bodies == ["py-0", "py-2", "py-4"]
+    big_seen = [m for m in got if m["bodyLen"] >= 100]
+    assert len(big_seen) == 1 and big_seen[0]["bodySha1"] == sha1(big), (
+        "compressed body must inflate in ali-ons"
+    )
+    assert run.of("done")[0]["reason"] == "done"
+
+
+def test_ali_ons_round_trip_and_committed_offsets(standalone: Standalone) -> None:
+    topic = unique("AliRt")
+    group = unique("CGRT")
+    create_topic(standalone, topic)
+    consumer = NodeRun(
+        "consumer.js",
+        {
+            "nameSrv": standalone.namesrv,
+            "group": group,
+            "topic": topic,
+            "subExpression": "TagA || TagB",
+            "expect": 10,
+            "timeoutMs": 40000,
+        },
+    )
+    try:
+        consumer.wait_for("ready", timeout=30)
+        msgs = [
+            {"topic": topic, "tags": ["TagA", "TagB", "TagX"][i % 3], "body": f"rt-{i}"} for i in range(15)
+        ]
+        run_node("producer.js", {"nameSrv": standalone.namesrv, "group": unique("PG"), "messages": msgs})
+        assert consumer.wait(60) == 0, consumer.report()
+    finally:
+        consumer.kill()
+    got = consumer.of("msg")
+    assert sorted(m["bodyHead"] for m in got) == sorted(f"rt-{i}" for i in range(15) if i % 3 != 2)
+    # ali-ons persisted its offsets on the broker: consumerProgress shows no lag for the TagA/TagB part
+    text = mqadmin_ok(standalone.namesrv, "consumerProgress", "-g", group)
+    assert topic in text
+    assert "Diff Total:" in text
+
+
+def test_ali_ons_retry_path(standalone: Standalone) -> None:
+    topic = unique("AliRetry")
+    group = unique("CGRETRY")
+    create_topic(standalone, topic, queues=1)
+    run_node(
+        "producer.js",
+        {
+            "nameSrv": standalone.namesrv,
+            "group": unique("PG"),
+            "messages": [
+                {"topic": topic, "tags": "TagR", "body": "RETRY-me"},
+                {"topic": topic, "tags": "TagR", "body": "plain"},
+            ],
+        },
+    )
+    run = run_node(
+        "consumer.js",
+        {
+            "nameSrv": standalone.namesrv,
+            "group": group,
+            "topic": topic,
+            "expect": 2,
+            "timeoutMs": 60000,
+            "failUntil": {"RETRY": 2},
+        },
+        timeout=80,
+    )
+    retried = [m for m in run.of("msg") if m["bodyHead"] == "RETRY-me"]
+    # handler throws twice -> CONSUMER_SEND_MSG_BACK -> %RETRY%<group> -> redelivered with reconsumeTimes 1, 2
+    assert [m["reconsumeTimes"] for m in retried] == [0, 1, 2], run.report()
+    assert [m["failed"] for m in retried] == [True, True, False]
+    assert all(m["topic"] == topic for m in retried)
+    assert retried[1]["properties"].get("ORIGIN_MESSAGE_ID")
+    assert [m["bodyHead"] for m in run.of("msg")].count("plain") == 1
+
+
+def test_node_scripts_fail_loudly_without_topic(standalone: Standalone) -> None:
+    """Sending to a topic that was never created is an error in ali-ons (no auto-create), not a hang."""
+    run = NodeRun(
+        "producer.js",
+        {
+            "nameSrv": standalone.namesrv,
+            "group": unique("PG"),
+            "messages": [{"topic": unique("NoSuchTopic"), "body": "x"}],
+        },
+    )
+    assert run.wait(60) != 0
+    assert run.of("fatal")
