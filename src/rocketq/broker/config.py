@@ -1,0 +1,245 @@
+"""BrokerConfig: broker.conf with RocketMQ's property names.
+
+Every key is declared once in ``_KEYS`` (name, type, default); an unknown key or a value that does not
+parse is a :class:`ConfigError` naming the key and its line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .javaprops import PropertiesError, parse_properties
+
+
+class ConfigError(ValueError):
+    """A broker.conf problem; the message names the key and line."""
+
+
+_DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+
+# RocketMQ key -> (type, default). Types: str, int, bool, float.
+_KEYS: dict[str, tuple[type, Any]] = {
+    # identity / network
+    "brokerClusterName": (str, "DefaultCluster"),
+    "brokerName": (str, "broker-a"),
+    "brokerId": (int, 0),
+    "listenPort": (int, 10911),
+    "brokerIP1": (str, "127.0.0.1"),
+    "brokerIP2": (str, ""),
+    "namesrvAddr": (str, ""),
+    "haListenPort": (int, 10912),
+    "region": (str, "DefaultRegion"),
+    "brokerPermission": (int, 6),
+    "registerBrokerTimeoutMills": (int, 6000),
+    "registerNameServerPeriod": (int, 30000),
+    "compressedRegister": (bool, False),
+    "forceRegister": (bool, True),
+    # store
+    "storePathRootDir": (str, ""),
+    "storePathCommitLog": (str, ""),
+    "flushDiskType": (str, "ASYNC_FLUSH"),
+    "brokerRole": (str, "ASYNC_MASTER"),
+    "deleteWhen": (str, "04"),
+    "fileReservedTime": (int, 72),
+    "mapedFileSizeCommitLog": (int, 1 << 30),
+    "mappedFileSizeCommitLog": (int, 0),  # newer spelling; overrides when set
+    "mapedFileSizeConsumeQueue": (int, 300_000 * 20),
+    "mappedFileSizeConsumeQueue": (int, 0),
+    "flushIntervalCommitLog": (int, 500),
+    "flushCommitLogLeastPages": (int, 4),
+    "flushCommitLogThoroughInterval": (int, 10_000),
+    "syncFlushTimeout": (int, 5000),
+    "diskMaxUsedSpaceRatio": (int, 75),
+    "maxMessageSize": (int, 4 * 1024 * 1024),
+    "maxHashSlotNum": (int, 5_000_000),
+    "maxIndexNum": (int, 20_000_000),
+    "messageIndexEnable": (bool, True),
+    "flushDelayOffsetInterval": (int, 10_000),
+    "flushConsumerOffsetInterval": (int, 5000),
+    # topics / groups
+    "autoCreateTopicEnable": (bool, False),
+    "autoCreateSubscriptionGroup": (bool, True),
+    "defaultTopicQueueNums": (int, 8),
+    "clusterTopicEnable": (bool, True),
+    "brokerTopicEnable": (bool, True),
+    "traceTopicEnable": (bool, False),
+    "msgTraceTopicName": (str, "RMQ_SYS_TRACE_TOPIC"),
+    "messageDelayLevel": (str, _DEFAULT_DELAY_LEVELS),
+    "maxReconsumeTimes": (int, 16),
+    # consume
+    "longPollingEnable": (bool, True),
+    "shortPollingTimeMills": (int, 1000),
+    "notifyConsumerIdsChangedEnable": (bool, True),
+    "channelExpiredTimeout": (int, 120_000),
+    "clientChannelMaxIdleTimeSeconds": (int, 120),
+    "maxTransferCountOnMessageInMemory": (int, 32),
+    "maxTransferBytesOnMessageInMemory": (int, 256 * 1024),
+    "transferMsgByHeap": (bool, True),
+    "enablePropertyFilter": (bool, False),
+    "filterSupportRetry": (bool, False),
+    "rejectTransactionMessage": (bool, False),
+    "transactionTimeOut": (int, 6000),
+    "transactionCheckMax": (int, 15),
+    "transactionCheckInterval": (int, 60_000),
+    "aclEnable": (bool, False),
+    "useTLS": (bool, False),
+    "sendMessageThreadPoolNums": (int, 1),
+    "pullMessageThreadPoolNums": (int, 16),
+    "waitTimeMillsInSendQueue": (int, 200),
+    "osPageCacheBusyTimeOutMills": (int, 1000),
+}
+
+_VALID_FLUSH = ("ASYNC_FLUSH", "SYNC_FLUSH")
+_VALID_ROLE = ("ASYNC_MASTER", "SYNC_MASTER", "SLAVE")
+_DELAY_UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+_DELAY_RE = re.compile(r"^(\d+)([smhd])$")
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
+def parse_delay_levels(text: str) -> list[int]:
+    """'1s 5s 1m' -> [1000, 5000, 60000] (ms per level, level 1 first)."""
+    out = []
+    for item in text.split():
+        m = _DELAY_RE.match(item)
+        if not m:
+            raise ValueError(f"bad delay level {item!r} (expected e.g. 1s, 5m, 2h)")
+        out.append(int(m.group(1)) * _DELAY_UNITS[m.group(2)])
+    if not out:
+        raise ValueError("messageDelayLevel is empty")
+    return out
+
+
+def _convert(key: str, typ: type, raw: str) -> Any:
+    if typ is bool:
+        low = raw.strip().lower()
+        if low in ("true", "false"):
+            return low == "true"
+        raise ValueError(f"expected true or false, got {raw!r}")
+    if typ is int:
+        return int(raw.strip())
+    if typ is float:
+        return float(raw.strip())
+    return raw
+
+
+@dataclass
+class BrokerConfig:
+    values: dict[str, Any] = field(default_factory=lambda: {k: d for k, (_, d) in _KEYS.items()})
+    source: str = ""
+    explicit: set[str] = field(default_factory=set)  # keys set by the file or overrides
+
+    def __getattr__(self, name: str) -> Any:
+        # Pythonic access: cfg.broker_name == cfg["brokerName"]
+        values = self.__dict__.get("values")
+        if values is not None:
+            key = _ATTR_TO_KEY.get(name)
+            if key is not None:
+                return values[key]
+        raise AttributeError(name)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def set(self, key: str, raw: str | Any, line: int = 0) -> None:
+        spec = _KEYS.get(key)
+        where = f"{self.source or 'config'}" + (f" line {line}" if line else "")
+        if spec is None:
+            raise ConfigError(f"{where}: unknown broker config key {key!r}")
+        typ = spec[0]
+        try:
+            value = _convert(key, typ, raw) if isinstance(raw, str) else typ(raw)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: bad value for {key!r}: {exc}") from None
+        self.values[key] = value
+        self.explicit.add(key)
+
+    # -- derived -----------------------------------------------------------------------------
+    @property
+    def broker_addr(self) -> str:
+        return f"{self['brokerIP1']}:{self['listenPort']}"
+
+    @property
+    def delay_levels_ms(self) -> list[int]:
+        return parse_delay_levels(self["messageDelayLevel"])
+
+    @property
+    def commitlog_file_size(self) -> int:
+        return self["mappedFileSizeCommitLog"] or self["mapedFileSizeCommitLog"]
+
+    @property
+    def consume_queue_file_size(self) -> int:
+        return self["mappedFileSizeConsumeQueue"] or self["mapedFileSizeConsumeQueue"]
+
+    @property
+    def config_dir(self) -> str:
+        return os.path.join(self["storePathRootDir"], "config")
+
+    def namesrv_addrs(self) -> list[str]:
+        return [a.strip() for a in self["namesrvAddr"].split(";") if a.strip()]
+
+    def validate(self) -> None:
+        where = self.source or "config"
+        if self["flushDiskType"] not in _VALID_FLUSH:
+            raise ConfigError(f"{where}: flushDiskType must be one of {_VALID_FLUSH}")
+        if self["brokerRole"] not in _VALID_ROLE:
+            raise ConfigError(f"{where}: brokerRole must be one of {_VALID_ROLE}")
+        try:
+            self.delay_levels_ms  # noqa: B018
+        except ValueError as exc:
+            raise ConfigError(f"{where}: bad value for 'messageDelayLevel': {exc}") from None
+        if not 0 < self["listenPort"] < 65536:
+            raise ConfigError(f"{where}: listenPort out of range")
+        if self["brokerId"] < 0:
+            raise ConfigError(f"{where}: brokerId must be >= 0")
+        if not 0 < self["maxMessageSize"] <= 64 * 1024 * 1024:
+            raise ConfigError(f"{where}: maxMessageSize must be in 1..67108864")
+        if self["defaultTopicQueueNums"] <= 0:
+            raise ConfigError(f"{where}: defaultTopicQueueNums must be > 0")
+        for key in ("brokerName", "brokerClusterName"):
+            if not re.fullmatch(r"[%|a-zA-Z0-9_-]{1,127}", self[key]):
+                raise ConfigError(f"{where}: {key} {self[key]!r} has characters outside [%|a-zA-Z0-9_-]")
+
+
+_ATTR_TO_KEY = {_snake(k): k for k in _KEYS}
+
+
+def known_keys() -> list[str]:
+    return list(_KEYS)
+
+
+def load_config(path: str | None, overrides: dict[str, Any] | None = None) -> BrokerConfig:
+    """Read broker.conf (if given), apply overrides (e.g. from the command line), validate."""
+    cfg = BrokerConfig(source=path or "")
+    if path:
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as exc:
+            raise ConfigError(f"cannot read broker config {path}: {exc}") from None
+        try:
+            entries = parse_properties(text)
+        except PropertiesError as exc:
+            raise ConfigError(f"{path}: {exc}") from None
+        for key, value, line in entries:
+            cfg.set(key, value, line)
+    for key, value in (overrides or {}).items():
+        cfg.set(
+            key,
+            value
+            if isinstance(value, str)
+            else str(value).lower()
+            if isinstance(value, bool)
+            else str(value),
+        )
+    if not cfg["storePathRootDir"]:
+        cfg.values["storePathRootDir"] = os.path.join(os.path.expanduser("~"), "store")
+    if not cfg["storePathCommitLog"]:
+        cfg.values["storePathCommitLog"] = os.path.join(cfg["storePathRootDir"], "commitlog")
+    cfg.validate()
+    return cfg

@@ -1,0 +1,227 @@
+"""BrokerController: wires the store, managers, processors and background services of one broker."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from typing import Any
+
+from rocketq.protocol.codes import RequestCode
+from rocketq.protocol.frame import RemotingCommand
+from rocketq.remoting import Channel, RemotingClient, RemotingServer
+
+from .client_manager import ClientManager
+from .config import BrokerConfig
+from .delay import DelayLevels
+from .long_polling import PullRequestHoldService
+from .namesrv_api import NamesrvApi
+from .offset_manager import ConsumerOffsetManager
+from .subscription_manager import SubscriptionGroupManager
+from .topic_manager import TopicConfigManager
+
+log = logging.getLogger(__name__)
+
+
+def store_config_of(cfg: BrokerConfig):
+    from rocketq.store import StoreConfig
+
+    return StoreConfig(
+        store_path_root_dir=cfg["storePathRootDir"],
+        store_path_commitlog=cfg["storePathCommitLog"],
+        mapped_file_size_commitlog=cfg.commitlog_file_size,
+        mapped_file_size_consume_queue=cfg.consume_queue_file_size,
+        flush_disk_type=cfg["flushDiskType"],
+        flush_interval_commitlog=cfg["flushIntervalCommitLog"],
+        flush_commitlog_least_pages=cfg["flushCommitLogLeastPages"],
+        flush_commitlog_thorough_interval=cfg["flushCommitLogThoroughInterval"],
+        sync_flush_timeout=cfg["syncFlushTimeout"],
+        max_message_size=cfg["maxMessageSize"],
+        file_reserved_time=cfg["fileReservedTime"],
+        delete_when=cfg["deleteWhen"],
+        disk_max_used_space_ratio=cfg["diskMaxUsedSpaceRatio"],
+        max_hash_slot_num=cfg["maxHashSlotNum"],
+        max_index_num=cfg["maxIndexNum"],
+        message_index_enable=cfg["messageIndexEnable"],
+        broker_role=cfg["brokerRole"],
+    )
+
+
+class BrokerController:
+    def __init__(self, cfg: BrokerConfig, bind_host: str | None = None) -> None:
+        self.cfg = cfg
+        self.bind_host = bind_host or cfg["brokerIP1"]
+        self.broker_perm = cfg["brokerPermission"]
+        self.delay_levels = DelayLevels(cfg.delay_levels_ms)
+        self.topics = TopicConfigManager(cfg)
+        self.subscriptions = SubscriptionGroupManager(cfg)
+        self.offsets = ConsumerOffsetManager(cfg)
+        self.clients = ClientManager(cfg["channelExpiredTimeout"] / 1000.0)
+        self.server = RemotingServer(
+            self.bind_host, cfg["listenPort"], idle_timeout_s=cfg["clientChannelMaxIdleTimeSeconds"]
+        )
+        self.client = RemotingClient()
+        self.namesrv = NamesrvApi(cfg, self.client)
+        self.store: Any = None
+        self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
+        self.hold: PullRequestHoldService = None  # type: ignore[assignment]
+        self.schedule: Any = None
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._register_task: asyncio.Task[None] | None = None
+        self._register_again = False
+        self._stopped = False
+        self.boot_timestamp = int(time.time() * 1000)
+
+    @property
+    def broker_addr(self) -> str:
+        return f"{self.cfg['brokerIP1']}:{self.server.port or self.cfg['listenPort']}"
+
+    # -- start -------------------------------------------------------------------------------
+    async def start(self) -> None:
+        from rocketq.store import MessageStore
+
+        from .processors import admin, client, offsets, pull, query, send, sendback
+        from .schedule import ScheduleMessageService
+
+        self.loop = asyncio.get_running_loop()
+        os.makedirs(self.cfg.config_dir, exist_ok=True)
+        self.topics.load()
+        self.subscriptions.load()
+        self.offsets.load()
+
+        store_host = (self.cfg["brokerIP1"], self.cfg["listenPort"])
+        self.store = MessageStore(store_config_of(self.cfg), store_host)
+        await self.loop.run_in_executor(None, self.store.start)
+
+        pull_proc = pull.PullProcessor(self)
+        self.hold = PullRequestHoldService(pull_proc.repull, self.store.get_max_offset_in_queue)
+        self.hold.start()
+        self.store.set_arrival_listener(self.hold.arrival_listener)
+
+        for proc in (
+            send.SendProcessor(self),
+            pull_proc,
+            offsets.OffsetProcessor(self),
+            query.QueryProcessor(self),
+            client.ClientProcessor(self),
+            sendback.SendBackProcessor(self),
+            admin.AdminProcessor(self),
+        ):
+            proc.register(self.server)
+        self.server.on_channel_close(self.clients.channel_closed)
+        self.clients.on_consumer_ids_changed = self.notify_consumer_ids_changed
+        self.topics.on_change = self.register_soon
+
+        self.schedule = ScheduleMessageService(self)
+        self.schedule.load()
+
+        await self.server.start()
+        if self.cfg["listenPort"] == 0:
+            self.cfg.values["listenPort"] = self.server.port
+        self.schedule.start()
+        await self.register_all()
+        self._tasks += [
+            self.loop.create_task(
+                self._every(self.cfg["registerNameServerPeriod"] / 1000.0, self.register_all)
+            ),
+            self.loop.create_task(self._every(10.0, self._scan_clients)),
+            self.loop.create_task(
+                self._every(self.cfg["flushConsumerOffsetInterval"] / 1000.0, self._persist_offsets)
+            ),
+        ]
+
+    async def _every(self, period_s: float, fn) -> None:
+        period_s = max(period_s, 0.05)
+        while True:
+            await asyncio.sleep(period_s)
+            try:
+                res = fn()
+                if asyncio.iscoroutine(res):
+                    await res
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("periodic task %s failed", getattr(fn, "__name__", fn))
+
+    async def _scan_clients(self) -> None:
+        self.clients.scan_expired()
+
+    async def _persist_offsets(self) -> None:
+        self.offsets.persist()
+
+    # -- name server -------------------------------------------------------------------------
+    async def register_all(self) -> None:
+        if self._stopped:
+            return
+        wrapper = self.topics.wrapper()
+        if not self.broker_perm & 2 or not self.broker_perm & 4:
+            for tc in wrapper.topic_config_table.values():
+                tc.perm &= self.broker_perm
+        await self.namesrv.register_all(wrapper, self.broker_addr)
+
+    def register_soon(self) -> None:
+        """Coalesce bursts of topic changes into one registration round."""
+        if self.loop is None or self._stopped:
+            return
+        if self._register_task is not None and not self._register_task.done():
+            self._register_again = True
+            return
+        self._register_task = self.loop.create_task(self._register_loop())
+
+    async def _register_loop(self) -> None:
+        while True:
+            self._register_again = False
+            try:
+                await self.register_all()
+            except Exception:
+                log.exception("register broker failed")
+            if not self._register_again:
+                return
+
+    # -- consumers ---------------------------------------------------------------------------
+    def notify_consumer_ids_changed(self, group: str) -> None:
+        if not self.cfg["notifyConsumerIdsChangedEnable"]:
+            return
+        cgi = self.clients.get_consumer_group(group)
+        if cgi is None:
+            return
+        for info in list(cgi.channels.values()):
+            ch: Channel = info.channel
+            if ch.closed:
+                continue
+            req = RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": group})
+            try:
+                ch.invoke_oneway(req)
+            except Exception as exc:
+                log.info("notify consumer ids changed to %s failed: %s", ch.remote_addr, exc)
+
+    # -- shutdown ----------------------------------------------------------------------------
+    async def shutdown(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        for t in self._tasks:
+            t.cancel()
+        if self._register_task is not None:
+            self._register_task.cancel()
+        if self.schedule is not None:
+            self.schedule.stop()
+        if self.hold is not None:
+            self.hold.stop()
+        try:
+            await self.server.close(grace_s=0.5)
+        except Exception:
+            log.exception("closing the remoting server failed")
+        try:
+            await asyncio.wait_for(self.namesrv.unregister_all(self.broker_addr), 5.0)
+        except Exception:
+            log.warning("unregister from name servers did not finish")
+        await self.client.close()
+        if self.store is not None:
+            await self.loop.run_in_executor(None, self.store.shutdown)
+        self.topics.persist_sync()
+        self.subscriptions.persist_sync()
+        self.offsets.persist_sync()
+        if self.schedule is not None:
+            self.schedule.persist_sync()

@@ -1,0 +1,104 @@
+"""`rocketq broker -n NS [-c broker.conf] [--home DIR] [--bind HOST] [-p]` (mqbroker)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+
+from rocketq.remoting import run
+
+from .config import BrokerConfig, ConfigError, load_config
+from .controller import BrokerController
+
+log = logging.getLogger(__name__)
+
+
+def boot_line(ctl: BrokerController) -> str:
+    ns = ctl.cfg["namesrvAddr"] or "null"
+    return (
+        f"The broker[{ctl.cfg['brokerName']}, {ctl.broker_addr}] boot success. "
+        f"serializeType=JSON and name server is {ns}"
+    )
+
+
+def build_parser(prog: str = "rocketq broker") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description="Run a Broker.")
+    p.add_argument(
+        "-n", "--namesrvAddr", dest="namesrv", help="name server address list, e.g. 127.0.0.1:9876;host2:9876"
+    )
+    p.add_argument("-c", "--configFile", dest="config", help="broker.conf (Java properties, RocketMQ keys)")
+    p.add_argument(
+        "--home", help="home directory: the store goes to <home>/store unless storePathRootDir is set"
+    )
+    p.add_argument("--bind", help="listen address (default brokerIP1, i.e. 127.0.0.1)")
+    p.add_argument("--port", type=int, help="listenPort override")
+    p.add_argument(
+        "-p", "--printConfigItem", dest="print_config", action="store_true", help="print config and exit"
+    )
+    p.add_argument("--log-level", default=os.environ.get("ROCKETQ_LOG_LEVEL", "INFO"))
+    return p
+
+
+def config_from_args(a: argparse.Namespace) -> BrokerConfig:
+    overrides: dict[str, object] = {}
+    if a.namesrv:
+        overrides["namesrvAddr"] = a.namesrv
+    if a.port is not None:
+        overrides["listenPort"] = a.port
+    cfg = load_config(a.config, overrides)
+    if a.home and not _set_in_file(cfg, "storePathRootDir"):
+        root = os.path.join(os.path.expanduser(a.home), "store")
+        cfg.values["storePathRootDir"] = root
+        if not _set_in_file(cfg, "storePathCommitLog"):
+            cfg.values["storePathCommitLog"] = os.path.join(root, "commitlog")
+    if not cfg["namesrvAddr"] and os.environ.get("NAMESRV_ADDR"):
+        cfg.values["namesrvAddr"] = os.environ["NAMESRV_ADDR"]
+    return cfg
+
+
+def _set_in_file(cfg: BrokerConfig, key: str) -> bool:
+    return key in cfg.explicit
+
+
+async def serve(ctl: BrokerController, ready=None) -> None:
+    await ctl.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):
+            pass
+    print(boot_line(ctl), flush=True)
+    if ready is not None:
+        ready()
+    try:
+        await stop.wait()
+    finally:
+        await ctl.shutdown()
+        print(f"The broker[{ctl.cfg['brokerName']}, {ctl.broker_addr}] shutdown.", flush=True)
+
+
+def main(argv: list[str]) -> int:
+    a = build_parser().parse_args(argv)
+    logging.basicConfig(level=a.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        cfg = config_from_args(a)
+    except ConfigError as exc:
+        print(f"rocketq broker: {exc}", file=sys.stderr)
+        return 2
+    if a.print_config:
+        for k, v in cfg.values.items():
+            print(f"{k}={str(v).lower() if isinstance(v, bool) else v}")
+        return 0
+    ctl = BrokerController(cfg, a.bind)
+    try:
+        run(serve(ctl))
+    except OSError as exc:
+        print(f"rocketq broker: {exc}", file=sys.stderr)
+        return 1
+    return 0

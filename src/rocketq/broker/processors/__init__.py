@@ -1,0 +1,1 @@
+"""Request processors, one module per area; each exposes ``register(server, controller)``."""

@@ -1,0 +1,125 @@
+"""PULL_MESSAGE (11) with long polling. The response body is the store's memoryview slices (no copy)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rocketq.protocol.codes import PERM_READ, RequestCode, ResponseCode
+from rocketq.protocol.frame import RemotingCommand
+from rocketq.protocol.headers import PullMessageRequestHeader, PullSysFlag
+from rocketq.remoting import Channel
+
+from ..subscription import SubscriptionData, filter_for
+
+if TYPE_CHECKING:
+    from ..controller import BrokerController
+
+_F = ResponseCode
+# GetMessageStatus name -> (code, ...) ; NO_MESSAGE_IN_QUEUE / NO_MATCHED_LOGIC_QUEUE depend on the offset
+_STATUS = {
+    "FOUND": _F.SUCCESS,
+    "NO_MATCHED_MESSAGE": _F.PULL_RETRY_IMMEDIATELY,
+    "MESSAGE_WAS_REMOVING": _F.PULL_RETRY_IMMEDIATELY,
+    "OFFSET_FOUND_NULL": _F.PULL_NOT_FOUND,
+    "OFFSET_OVERFLOW_BADLY": _F.PULL_OFFSET_MOVED,
+    "OFFSET_OVERFLOW_ONE": _F.PULL_NOT_FOUND,
+    "OFFSET_TOO_SMALL": _F.PULL_OFFSET_MOVED,
+}
+
+
+class PullProcessor:
+    def __init__(self, ctl: BrokerController) -> None:
+        self.ctl = ctl
+        self.long_polling = ctl.cfg["longPollingEnable"]
+        self.short_polling_s = ctl.cfg["shortPollingTimeMills"] / 1000.0
+
+    def register(self, server) -> None:
+        server.register_processor(RequestCode.PULL_MESSAGE, self.process)
+
+    def process(self, channel: Channel, request: RemotingCommand):
+        return self._pull(channel, request, True)
+
+    def repull(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
+        return self._pull(channel, request, False)
+
+    def _subscription(self, request, h: PullMessageRequestHeader):
+        """(SubscriptionData | None, error response | None)."""
+        if h.sys_flag & PullSysFlag.SUBSCRIPTION:
+            sql = h.expression_type not in (None, "", "TAG")
+            if sql and not self.ctl.cfg["enablePropertyFilter"]:
+                return None, request.response(
+                    _F.SUBSCRIPTION_PARSE_FAILED, "The broker does not support filtering messages by SQL92"
+                )
+            return SubscriptionData.build(h.topic, h.subscription, h.sub_version, h.expression_type), None
+        cgi = self.ctl.clients.get_consumer_group(h.consumer_group)
+        if cgi is None:
+            return None, request.response(
+                _F.SUBSCRIPTION_NOT_EXIST, f"the consumer's group info not exist, group: {h.consumer_group}"
+            )
+        sd = cgi.find_subscription(h.topic)
+        if sd is None:
+            return None, request.response(
+                _F.SUBSCRIPTION_NOT_EXIST, f"the consumer's subscription not exist, group: {h.consumer_group}"
+            )
+        if sd.sub_version < h.sub_version:
+            return None, request.response(
+                _F.SUBSCRIPTION_NOT_LATEST,
+                f"the consumer's subscription not latest, group: {h.consumer_group}",
+            )
+        return sd, None
+
+    def _pull(self, channel: Channel, request: RemotingCommand, allow_suspend: bool):
+        ctl = self.ctl
+        h = PullMessageRequestHeader.from_ext(request.ext_fields)
+        if not ctl.broker_perm & PERM_READ:
+            return request.response(
+                _F.NO_PERMISSION, f"the broker[{ctl.cfg['brokerIP1']}] pulling message is forbidden"
+            )
+        sgc = ctl.subscriptions.find_or_create(h.consumer_group)
+        if sgc is None:
+            return request.response(
+                _F.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group [{h.consumer_group}] does not exist"
+            )
+        if not sgc.consume_enable:
+            return request.response(_F.NO_PERMISSION, f"subscription group no permission, {h.consumer_group}")
+        tc = ctl.topics.table.get(h.topic)
+        if tc is None:
+            return request.response(_F.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist, apply first please!")
+        if not tc.perm & PERM_READ:
+            return request.response(_F.NO_PERMISSION, f"the topic[{h.topic}] pulling message is forbidden")
+        if h.queue_id < 0 or h.queue_id >= tc.read_queue_nums:
+            return request.response(
+                _F.SYSTEM_ERROR,
+                f"queueId[{h.queue_id}] is illegal, topic:[{h.topic}] "
+                f"topicConfig.readQueueNums:[{tc.read_queue_nums}]",
+            )
+        sd, err = self._subscription(request, h)
+        if err is not None:
+            return err
+        max_nums = h.max_msg_nums if 0 < h.max_msg_nums <= 1024 else 32
+        result = ctl.store.get_message(
+            h.consumer_group, h.topic, h.queue_id, h.queue_offset, max_nums, filter_for(sd)
+        )
+        status = result.status.name
+        code = _STATUS.get(status)
+        if code is None:  # NO_MESSAGE_IN_QUEUE / NO_MATCHED_LOGIC_QUEUE
+            code = _F.PULL_OFFSET_MOVED if h.queue_offset != 0 else _F.PULL_NOT_FOUND
+        ext = {
+            "suggestWhichBrokerId": "0",
+            "nextBeginOffset": str(result.next_begin_offset),
+            "minOffset": str(result.min_offset),
+            "maxOffset": str(result.max_offset),
+        }
+        # commit only on the first pass (not when a held request is re-run), like RocketMQ
+        if allow_suspend and h.sys_flag & PullSysFlag.COMMIT_OFFSET and h.commit_offset >= 0:
+            ctl.offsets.commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
+        if code == _F.SUCCESS:
+            resp = request.response(code, None, ext, result.buffers)
+            ctl.loop.call_soon(result.release)  # after the channel wrote the slices
+            return resp
+        result.release()
+        if code == _F.PULL_NOT_FOUND and allow_suspend and h.sys_flag & PullSysFlag.SUSPEND:
+            timeout_s = h.suspend_timeout_millis / 1000.0 if self.long_polling else self.short_polling_s
+            timeout_s = min(max(timeout_s, 0.0), 3600.0)
+            return ctl.hold.hold(h.topic, h.queue_id, channel, request, h.queue_offset, timeout_s)
+        return request.response(code, status if code != _F.PULL_NOT_FOUND else None, ext)

@@ -1,0 +1,316 @@
+"""SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320).
+
+The hot path: header decode, a few dict lookups, one store call. ASYNC_FLUSH answers inline; SYNC_FLUSH
+returns a coroutine awaiting the store's flush future (the event loop never blocks on disk).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from typing import TYPE_CHECKING
+
+from rocketq.protocol import record as rec
+from rocketq.protocol.codes import PERM_WRITE, VERSION_V3_4_9, RequestCode, ResponseCode
+from rocketq.protocol.frame import ProtocolError, RemotingCommand
+from rocketq.protocol.headers import SendMessageRequestHeader
+from rocketq.protocol.properties import (
+    DLQ_GROUP_TOPIC_PREFIX,
+    MAX_PROPERTIES_LENGTH,
+    PROPERTY_CLUSTER,
+    PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_REAL_QUEUE_ID,
+    PROPERTY_REAL_TOPIC,
+    PROPERTY_TRANSACTION_PREPARED,
+    RETRY_GROUP_TOPIC_PREFIX,
+    TRANS_HALF_TOPIC,
+    string_to_properties,
+)
+from rocketq.protocol.sysflag import TRANSACTION_PREPARED_TYPE, TRANSACTION_TYPE_MASK
+from rocketq.remoting import Channel
+
+from ..validation import check_send_topic
+
+if TYPE_CHECKING:
+    from ..controller import BrokerController
+
+PERM_RW = 6
+
+
+def born_host_of(channel: Channel) -> tuple[str, int]:
+    host = channel.attrs.get("born_host")
+    if host is None:
+        ip, _, port = channel.remote_addr.rpartition(":")
+        try:
+            host = (ip.strip("[]") or "127.0.0.1", int(port))
+        except ValueError:
+            host = ("127.0.0.1", 0)
+        channel.attrs["born_host"] = host
+    return host
+
+
+def put_status_response(request: RemotingCommand, result) -> RemotingCommand | None:
+    """Non-OK store statuses as responses (None for PUT_OK and the flush/slave statuses that still carry
+    a send result)."""
+    name = result.status.name
+    if name in ("PUT_OK", "FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"):
+        return None
+    if name in ("MESSAGE_ILLEGAL", "PROPERTIES_SIZE_EXCEEDED"):
+        return request.response(ResponseCode.MESSAGE_ILLEGAL, f"the message is illegal: {name}")
+    if name == "SERVICE_NOT_AVAILABLE":
+        return request.response(
+            ResponseCode.SERVICE_NOT_AVAILABLE, "service not available now (disk full or slave)"
+        )
+    if name == "OS_PAGECACHE_BUSY":
+        return request.response(
+            ResponseCode.SYSTEM_BUSY, "[PC_SYNCHRONIZED]broker busy, start flow control for a while"
+        )
+    if name == "CREATE_MAPEDFILE_FAILED":
+        return request.response(
+            ResponseCode.SYSTEM_ERROR, "create mapped file failed, server is busy or broken."
+        )
+    return request.response(ResponseCode.SYSTEM_ERROR, f"put message failed: {name}")
+
+
+_STATUS_CODE = {
+    "PUT_OK": ResponseCode.SUCCESS,
+    "FLUSH_DISK_TIMEOUT": ResponseCode.FLUSH_DISK_TIMEOUT,
+    "FLUSH_SLAVE_TIMEOUT": ResponseCode.FLUSH_SLAVE_TIMEOUT,
+    "SLAVE_NOT_AVAILABLE": ResponseCode.SLAVE_NOT_AVAILABLE,
+}
+
+
+class SendProcessor:
+    def __init__(self, ctl: BrokerController) -> None:
+        self.ctl = ctl
+        cfg = ctl.cfg
+        self.cluster = cfg["brokerClusterName"]
+        self.max_size = cfg["maxMessageSize"]
+        self.region = cfg["region"]
+        self.trace_on = "true"
+        self.reject_tx = cfg["rejectTransactionMessage"]
+        from rocketq.store import MessageToStore
+
+        self.MessageToStore = MessageToStore
+
+    def register(self, server) -> None:
+        server.register_processor(RequestCode.SEND_MESSAGE, self.process)
+        server.register_processor(RequestCode.SEND_MESSAGE_V2, self.process)
+        server.register_processor(RequestCode.SEND_BATCH_MESSAGE, self.process)
+
+    # -- checks ------------------------------------------------------------------------------
+    def _check(self, request: RemotingCommand, h: SendMessageRequestHeader):
+        """(topic_config, None) or (None, error response)."""
+        ctl = self.ctl
+        if not ctl.broker_perm & PERM_WRITE:
+            return None, request.response(
+                ResponseCode.NO_PERMISSION, f"the broker[{ctl.cfg['brokerIP1']}] sending message is forbidden"
+            )
+        topic = h.topic
+        tc = ctl.topics.table.get(topic)
+        if tc is None:
+            reason = check_send_topic(topic)
+            if reason is not None:
+                return None, request.response(ResponseCode.SYSTEM_ERROR, reason)
+            if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                tc = ctl.topics.create_in_send_back(topic, 1, PERM_RW, 0)
+            else:
+                tc = ctl.topics.create_in_send(topic, h.default_topic, h.default_topic_queue_nums, 0)
+            if tc is None:
+                return None, request.response(
+                    ResponseCode.TOPIC_NOT_EXIST,
+                    f"topic[{topic}] not exist, apply first please! http://rocketmq.apache.org/docs/faq/",
+                )
+        if not tc.perm & PERM_WRITE:
+            return None, request.response(
+                ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"
+            )
+        qid = h.queue_id
+        if qid >= tc.write_queue_nums:
+            return None, request.response(
+                ResponseCode.SYSTEM_ERROR,
+                f"request queueId[{qid}] is illegal, topic:{topic} writeQueueNums:{tc.write_queue_nums}",
+            )
+        return tc, None
+
+    # -- entry -------------------------------------------------------------------------------
+    def process(self, channel: Channel, request: RemotingCommand):
+        h = SendMessageRequestHeader.from_request(request.code, request.ext_fields)
+        tc, err = self._check(request, h)
+        if err is not None:
+            return err
+        if h.queue_id < 0:
+            h.queue_id = random.randrange(tc.write_queue_nums)
+        if request.code == RequestCode.SEND_BATCH_MESSAGE or h.batch:
+            return self._send_batch(channel, request, h)
+        return self._send_one(channel, request, h)
+
+    def _send_one(self, channel: Channel, request: RemotingCommand, h: SendMessageRequestHeader):
+        body = request.body
+        if len(body) > self.max_size:
+            return request.response(
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"the message body size {len(body)} over max value {self.max_size}",
+            )
+        raw_props = h.properties or ""
+        if len(raw_props) > MAX_PROPERTIES_LENGTH:
+            return request.response(
+                ResponseCode.MESSAGE_ILLEGAL, f"the message properties length over {MAX_PROPERTIES_LENGTH}"
+            )
+        props = string_to_properties(raw_props)
+        topic = h.topic
+        queue_id = h.queue_id
+        reconsume_times = h.reconsume_times or 0
+        ctl = self.ctl
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            redirected = self._retry_to_dlq(request, h, props, reconsume_times)
+            if isinstance(redirected, RemotingCommand):
+                return redirected
+            if redirected is not None:
+                topic, queue_id = redirected
+        props[PROPERTY_CLUSTER] = self.cluster
+        sys_flag = h.sys_flag
+        tags_code = None
+        now_ms = int(time.time() * 1000)
+        if (
+            props.get(PROPERTY_TRANSACTION_PREPARED) == "true"
+            or (sys_flag & TRANSACTION_TYPE_MASK) == TRANSACTION_PREPARED_TYPE
+        ):
+            if self.reject_tx:
+                return request.response(
+                    ResponseCode.NO_PERMISSION,
+                    f"the broker[{ctl.cfg['brokerIP1']}] sending transaction message is forbidden",
+                )
+            props[PROPERTY_REAL_TOPIC] = topic
+            props[PROPERTY_REAL_QUEUE_ID] = str(queue_id)
+            props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
+            topic, queue_id = TRANS_HALF_TOPIC, 0
+        elif PROPERTY_DELAY_TIME_LEVEL in props:
+            moved = ctl.delay_levels.redirect(props, topic, queue_id, now_ms)
+            if moved is not None:
+                topic, queue_id, tags_code = moved
+        msg = self.MessageToStore(
+            topic=topic,
+            queue_id=queue_id,
+            body=body,
+            flag=h.flag,
+            properties=props,
+            sys_flag=sys_flag,
+            born_timestamp=h.born_timestamp,
+            born_host=born_host_of(channel),
+            reconsume_times=reconsume_times,
+            tags_code=tags_code,
+        )
+        result = ctl.store.put_message(msg)
+        return self._respond(request, result, queue_id)
+
+    def _retry_to_dlq(
+        self, request, h: SendMessageRequestHeader, props: dict[str, str], reconsume_times: int
+    ):
+        """A client resending to %RETRY%group itself: past max reconsume times it goes to %DLQ%group."""
+        ctl = self.ctl
+        group = h.topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
+        sgc = ctl.subscriptions.get(group)
+        if sgc is None:
+            return request.response(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}"
+            )
+        max_times = sgc.retry_max_times
+        if request.version >= VERSION_V3_4_9 and h.max_reconsume_times is not None:
+            max_times = h.max_reconsume_times
+        if reconsume_times > max_times:
+            dlq = DLQ_GROUP_TOPIC_PREFIX + group
+            tc = ctl.topics.create_in_send_back(dlq, 1, PERM_RW, 0)
+            if not tc.perm & PERM_WRITE:
+                return request.response(
+                    ResponseCode.NO_PERMISSION, f"the topic[{dlq}] sending message is forbidden"
+                )
+            props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
+            return dlq, 0
+        return None
+
+    def _respond(self, request: RemotingCommand, result, queue_id: int):
+        err = put_status_response(request, result)
+        if err is not None:
+            return err
+        fut = result.flush_future
+        if fut is not None:
+            return self._await_flush(request, result, fut, queue_id)
+        return self._ok(request, result, _STATUS_CODE[result.status.name], queue_id)
+
+    async def _await_flush(self, request: RemotingCommand, result, fut, queue_id: int) -> RemotingCommand:
+        try:
+            flushed = await asyncio.wrap_future(fut)
+        except Exception:
+            flushed = False
+        code = _STATUS_CODE[result.status.name]
+        if not flushed and code == ResponseCode.SUCCESS:
+            code = ResponseCode.FLUSH_DISK_TIMEOUT
+        return self._ok(request, result, code, queue_id)
+
+    def _ok(self, request: RemotingCommand, result, code: int, queue_id: int) -> RemotingCommand:
+        ids = result.msg_ids
+        resp = request.response(
+            code,
+            None,
+            {
+                "msgId": ids[0] if len(ids) == 1 else ",".join(ids),
+                "queueId": str(queue_id),
+                "queueOffset": str(result.queue_offset),
+                "MSG_REGION": self.region,
+                "TRACE_ON": self.trace_on,
+            },
+        )
+        return resp
+
+    # -- batch -------------------------------------------------------------------------------
+    def _send_batch(self, channel: Channel, request: RemotingCommand, h: SendMessageRequestHeader):
+        body = request.body
+        if len(body) > self.max_size:
+            return request.response(
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"the message body size {len(body)} over max value {self.max_size}",
+            )
+        if h.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            return request.response(
+                ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group " + h.topic
+            )
+        try:
+            inner = rec.decode_batch(body)
+        except ProtocolError as exc:
+            return request.response(ResponseCode.MESSAGE_ILLEGAL, f"bad batch body: {exc}")
+        if not inner:
+            return request.response(ResponseCode.MESSAGE_ILLEGAL, "empty batch")
+        batch_props = string_to_properties(h.properties or "")
+        batch_props.pop("WAIT", None)
+        if PROPERTY_DELAY_TIME_LEVEL in batch_props:
+            return request.response(
+                ResponseCode.MESSAGE_ILLEGAL, "batch message does not support delay level"
+            )
+        batch_props[PROPERTY_CLUSTER] = self.cluster
+        born_host = born_host_of(channel)
+        msgs = []
+        topic, queue_id = h.topic, h.queue_id
+        for m in inner:
+            props = m.properties
+            if PROPERTY_DELAY_TIME_LEVEL in props:
+                return request.response(
+                    ResponseCode.MESSAGE_ILLEGAL, "batch message does not support delay level"
+                )
+            props.update(batch_props)
+            msgs.append(
+                self.MessageToStore(
+                    topic=topic,
+                    queue_id=queue_id,
+                    body=m.body,
+                    flag=m.flag,
+                    properties=props,
+                    sys_flag=h.sys_flag,
+                    born_timestamp=h.born_timestamp,
+                    born_host=born_host,
+                    reconsume_times=0,
+                )
+            )
+        result = self.ctl.store.put_messages(topic, queue_id, msgs)
+        return self._respond(request, result, queue_id)

@@ -1,0 +1,96 @@
+"""SubscriptionData (what a consumer subscribed) and the consume-queue tag filter built from it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SUB_ALL = "*"
+
+
+def java_string_hash(s: str) -> int:
+    """Java String.hashCode (UTF-16 code units, signed int32): the consume queue's tag code."""
+    h = 0
+    for ch in s:
+        c = ord(ch)
+        if c > 0xFFFF:  # surrogate pair, as Java sees it
+            c -= 0x10000
+            h = (31 * h + (0xD800 + (c >> 10))) & 0xFFFFFFFF
+            c = 0xDC00 + (c & 0x3FF)
+        h = (31 * h + c) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+@dataclass(slots=True)
+class SubscriptionData:
+    topic: str
+    sub_string: str = SUB_ALL
+    tags_set: set[str] = field(default_factory=set)
+    code_set: set[int] = field(default_factory=set)
+    sub_version: int = 0
+    expression_type: str = "TAG"
+    class_filter_mode: bool = False
+
+    @classmethod
+    def build(
+        cls, topic: str, sub_string: str | None, sub_version: int = 0, expression_type: str | None = None
+    ):
+        sub = (sub_string or "").strip() or SUB_ALL
+        sd = cls(topic, sub, sub_version=sub_version, expression_type=expression_type or "TAG")
+        if sd.expression_type == "TAG" and sub != SUB_ALL:
+            for tag in sub.split("||"):
+                tag = tag.strip()
+                if tag:
+                    sd.tags_set.add(tag)
+                    sd.code_set.add(java_string_hash(tag))
+            if not sd.tags_set:
+                sd.sub_string = SUB_ALL
+        return sd
+
+    @classmethod
+    def from_obj(cls, obj: dict[str, Any]) -> SubscriptionData:
+        topic = str(obj.get("topic") or "")
+        sd = cls.build(
+            topic, obj.get("subString"), int(obj.get("subVersion") or 0), obj.get("expressionType")
+        )
+        codes = obj.get("codeSet")
+        if isinstance(codes, list) and codes and sd.tags_set:
+            try:
+                sd.code_set = {int(c) for c in codes}
+            except (TypeError, ValueError):
+                pass
+        sd.class_filter_mode = bool(obj.get("classFilterMode"))
+        return sd
+
+    def to_obj(self) -> dict[str, Any]:
+        return {
+            "classFilterMode": self.class_filter_mode,
+            "codeSet": sorted(self.code_set),
+            "expressionType": self.expression_type,
+            "subString": self.sub_string,
+            "subVersion": self.sub_version,
+            "tagsSet": sorted(self.tags_set),
+            "topic": self.topic,
+        }
+
+
+class TagFilter:
+    """MessageFilter for the store: match the consume queue's tag hash against the subscription."""
+
+    __slots__ = ("codes",)
+
+    def __init__(self, codes: set[int]) -> None:
+        self.codes = codes
+
+    def is_matched_by_consume_queue(self, tags_code: int | None) -> bool:
+        return tags_code is None or tags_code in self.codes
+
+    def is_matched_by_commit_log(self, record: memoryview) -> bool:
+        return True
+
+
+def filter_for(sd: SubscriptionData | None) -> TagFilter | None:
+    """None means 'everything matches' (no filter work in the store)."""
+    if sd is None or sd.class_filter_mode or sd.expression_type != "TAG" or sd.sub_string == SUB_ALL:
+        return None
+    return TagFilter(sd.code_set)

@@ -1,0 +1,87 @@
+"""`rocketq standalone [--home DIR] [--namesrv-port 9876] [--broker-port 10911] [-c broker.conf]`:
+a NameServer and one master Broker in one process and one event loop, data under DIR (~/.rocketq)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+
+from rocketq.broker.config import ConfigError, load_config
+from rocketq.broker.controller import BrokerController
+from rocketq.broker.main import boot_line
+from rocketq.remoting import run
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="rocketq standalone", description="Run a NameServer and a Broker.")
+    p.add_argument("--home", default=os.environ.get("ROCKETQ_HOME", "~/.rocketq"), help="data dir")
+    p.add_argument("--namesrv-port", type=int, default=9876)
+    p.add_argument("--broker-port", type=int, default=None, help="broker listenPort (default 10911)")
+    p.add_argument("--bind", default=None, help="listen address (default 127.0.0.1)")
+    p.add_argument("-c", "--configFile", dest="config", help="broker.conf (RocketMQ keys)")
+    p.add_argument("--log-level", default=os.environ.get("ROCKETQ_LOG_LEVEL", "INFO"))
+    return p.parse_args(argv)
+
+
+async def serve(a: argparse.Namespace, home: str) -> None:
+    from rocketq.namesrv.config import NamesrvConfig
+    from rocketq.namesrv.controller import BOOT_LINE, NamesrvController
+
+    bind = a.bind or "127.0.0.1"
+    ns_cfg = NamesrvConfig()
+    ns_cfg.listen_port = a.namesrv_port
+    ns_cfg.bind_address = bind
+    ns_cfg.home = home
+    namesrv = NamesrvController(ns_cfg)
+    await namesrv.start()
+    print(BOOT_LINE, flush=True)
+    ns_addr = f"{'127.0.0.1' if bind in ('0.0.0.0', '::') else bind}:{namesrv.server.port}"
+
+    overrides: dict[str, object] = {"namesrvAddr": ns_addr}
+    if a.broker_port is not None:
+        overrides["listenPort"] = a.broker_port
+    cfg = load_config(a.config, overrides)
+    if "storePathRootDir" not in cfg.explicit:
+        cfg.values["storePathRootDir"] = os.path.join(home, "store")
+        if "storePathCommitLog" not in cfg.explicit:
+            cfg.values["storePathCommitLog"] = os.path.join(cfg["storePathRootDir"], "commitlog")
+    broker = BrokerController(cfg, a.bind)
+    try:
+        await broker.start()
+    except BaseException:
+        await namesrv.close()
+        raise
+    print(boot_line(broker), flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):
+            pass
+    try:
+        await stop.wait()
+    finally:
+        await broker.shutdown()
+        await namesrv.close()
+        print("rocketq standalone shutdown.", flush=True)
+
+
+def main(argv: list[str]) -> int:
+    a = parse_args(argv)
+    logging.basicConfig(level=a.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    home = os.path.abspath(os.path.expanduser(a.home))
+    os.makedirs(home, exist_ok=True)
+    try:
+        run(serve(a, home))
+    except ConfigError as exc:
+        print(f"rocketq standalone: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"rocketq standalone: {exc}", file=sys.stderr)
+        return 1
+    return 0
