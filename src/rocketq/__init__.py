@@ -1,3 +1,56 @@
-"""rocketq: Apache RocketMQ's messaging model, wire-compatible, built in Python."""
+"""rocketq: Apache RocketMQ's messaging model, wire-compatible, built in Python.
+
+The synchronous client is importable from here (``from rocketq import Producer, Message``); the asyncio
+client lives in ``rocketq.aio``. Names load lazily so the servers do not import the client.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_MESSAGE_NAMES = {
+    "ConsumeFromWhere",
+    "ConsumeOrderlyResult",
+    "ConsumeResult",
+    "Message",
+    "MessageExt",
+    "MessageModel",
+    "MessageQueue",
+    "MQBrokerError",
+    "MQClientError",
+    "SendResult",
+    "SendStatus",
+}
+_SYNC_NAMES = {"Producer", "PushConsumer", "LitePullConsumer"}
+
+__all__ = ["__version__", *sorted(_MESSAGE_NAMES), *sorted(_SYNC_NAMES)]
+
+if TYPE_CHECKING:
+    from rocketq.client.message import (  # noqa: F401
+        ConsumeFromWhere,
+        ConsumeOrderlyResult,
+        ConsumeResult,
+        Message,
+        MessageExt,
+        MessageModel,
+        MessageQueue,
+        MQBrokerError,
+        MQClientError,
+        SendResult,
+        SendStatus,
+    )
+    from rocketq.client.sync import LitePullConsumer, Producer, PushConsumer  # noqa: F401
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MESSAGE_NAMES:
+        from rocketq.client import message
+
+        return getattr(message, name)
+    if name in _SYNC_NAMES:
+        from rocketq.client import sync
+
+        return getattr(sync, name)
+    raise AttributeError(f"module 'rocketq' has no attribute {name!r}")

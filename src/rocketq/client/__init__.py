@@ -1,1 +1,49 @@
-"""rocketq.client"""
+"""rocketq.client: the Python RocketMQ client (asyncio core; synchronous facade in rocketq)."""
+
+from .allocate import (
+    allocate_averagely,
+    allocate_averagely_by_circle,
+    allocate_consistent_hash,
+    make_by_config,
+    make_consistent_hash,
+)
+from .consumer import PushConsumer
+from .instance import ClientConfig
+from .lite_pull import LitePullConsumer
+from .message import (
+    ConsumeFromWhere,
+    ConsumeOrderlyResult,
+    ConsumeResult,
+    Message,
+    MessageExt,
+    MessageModel,
+    MessageQueue,
+    MQBrokerError,
+    MQClientError,
+    SendResult,
+    SendStatus,
+)
+from .producer import Producer
+
+__all__ = [
+    "ClientConfig",
+    "ConsumeFromWhere",
+    "ConsumeOrderlyResult",
+    "ConsumeResult",
+    "LitePullConsumer",
+    "MQBrokerError",
+    "MQClientError",
+    "Message",
+    "MessageExt",
+    "MessageModel",
+    "MessageQueue",
+    "Producer",
+    "PushConsumer",
+    "SendResult",
+    "SendStatus",
+    "allocate_averagely",
+    "allocate_averagely_by_circle",
+    "allocate_consistent_hash",
+    "make_by_config",
+    "make_consistent_hash",
+]

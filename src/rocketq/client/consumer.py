@@ -1,0 +1,695 @@
+"""PushConsumer (DefaultMQPushConsumer) — asyncio core: rebalance, long-polling pull loop per queue,
+flow control, concurrent or orderly consumption, retry via send-back, offset commit."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import inspect
+import logging
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from rocketq.remoting import RemotingError
+
+from .allocate import Strategy, resolve_strategy
+from .instance import (
+    DEFAULT_INSTANCE_NAME,
+    ClientConfig,
+    MQClientInstance,
+    acquire_instance_for_group,
+    parse_namesrv,
+    release_instance,
+)
+from .message import (
+    PROPERTY_CONSUME_START_TIME,
+    PROPERTY_MAX_RECONSUME_TIMES,
+    PROPERTY_ORIGIN_MESSAGE_ID,
+    PROPERTY_RECONSUME_TIME,
+    PROPERTY_RETRY_TOPIC,
+    ConsumeFromWhere,
+    ConsumeOrderlyResult,
+    ConsumeResult,
+    Message,
+    MessageExt,
+    MessageModel,
+    MessageQueue,
+    MQClientError,
+    retry_topic,
+)
+from .offset_store import LocalFileOffsetStore, OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
+from .process_queue import ProcessQueue
+from .pull import (
+    PULL_FLAG_COMMIT_OFFSET,
+    PULL_FLAG_SUBSCRIPTION,
+    PULL_FLAG_SUSPEND,
+    PullStatus,
+    build_pull_request,
+    process_pull_response,
+)
+from .subscription import SubscriptionData
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[[list[MessageExt]], Any]
+
+PULL_DELAY_ON_EXCEPTION_S = 3.0
+PULL_DELAY_ON_FLOW_CONTROL_S = 0.05
+RECONSUME_LOCAL_DELAY_S = 5.0
+LOCK_INTERVAL_S = 20.0
+
+
+def _is_success(result: Any) -> bool:
+    return result in (ConsumeResult.SUCCESS, ConsumeOrderlyResult.SUCCESS, "CONSUME_SUCCESS", "SUCCESS")
+
+
+def _parse_consume_timestamp(ts: str | int | float | datetime | None) -> int:
+    """consumeTimestamp: "yyyyMMddHHmmss" (Java), epoch ms, or a datetime; default now - 30 min."""
+    if ts is None:
+        return int((time.time() - 1800) * 1000)
+    if isinstance(ts, datetime):
+        return int(ts.timestamp() * 1000)
+    if isinstance(ts, int | float):
+        return int(ts)
+    return int(datetime.strptime(ts, "%Y%m%d%H%M%S").timestamp() * 1000)
+
+
+class PushConsumer:
+    """``c = PushConsumer("CG", namesrv=...); c.subscribe("T", "TagA || TagB"); c.register_listener(fn);
+    await c.start()``. ``fn(msgs)`` may be a plain function (run in a pool of ``consume_thread_max``
+    threads) or a coroutine function (run on the event loop)."""
+
+    def __init__(
+        self,
+        group: str,
+        namesrv: str | Sequence[str] | None = None,
+        *,
+        message_model: MessageModel = MessageModel.CLUSTERING,
+        consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+        consume_timestamp: str | int | float | datetime | None = None,
+        allocate_strategy: str | Strategy | None = None,
+        max_reconsume_times: int = 16,
+        consume_thread_min: int = 20,
+        consume_thread_max: int = 20,
+        pull_batch_size: int = 32,
+        pull_interval: int = 0,
+        consume_message_batch_max_size: int = 1,
+        pull_threshold_for_queue: int = 1000,
+        pull_threshold_size_for_queue: int = 100,
+        consume_concurrently_max_span: int = 2000,
+        suspend_current_queue_time_millis: int = 1000,
+        broker_suspend_max_time_millis: int = 15000,
+        consumer_timeout_millis_when_suspend: int = 30000,
+        instance_name: str = DEFAULT_INSTANCE_NAME,
+        offset_store_dir: str | None = None,
+        client_config: ClientConfig | None = None,
+    ) -> None:
+        if not group:
+            raise MQClientError(-1, "consumerGroup is null")
+        self.group = group
+        self.namesrv_addrs = parse_namesrv(namesrv)
+        self.message_model = MessageModel(message_model)
+        self.consume_from_where = ConsumeFromWhere(consume_from_where)
+        self.consume_timestamp = _parse_consume_timestamp(consume_timestamp)
+        self.allocate_strategy = resolve_strategy(allocate_strategy)
+        self.max_reconsume_times = max_reconsume_times
+        self.consume_thread_min = consume_thread_min
+        self.consume_thread_max = max(consume_thread_max, 1)
+        self.pull_batch_size = pull_batch_size
+        self.pull_interval = pull_interval
+        self.consume_message_batch_max_size = max(consume_message_batch_max_size, 1)
+        self.pull_threshold_for_queue = pull_threshold_for_queue
+        self.pull_threshold_size_for_queue = pull_threshold_size_for_queue
+        self.consume_concurrently_max_span = consume_concurrently_max_span
+        self.suspend_current_queue_time_millis = suspend_current_queue_time_millis
+        self.broker_suspend_max_time_millis = broker_suspend_max_time_millis
+        self.consumer_timeout_millis_when_suspend = consumer_timeout_millis_when_suspend
+        self.instance_name = instance_name
+        self.offset_store_dir = offset_store_dir
+        self.client_config = client_config
+
+        self._subs: dict[str, SubscriptionData] = {}
+        self._sub_info: dict[str, set[MessageQueue]] = {}
+        self._pqs: dict[MessageQueue, ProcessQueue] = {}
+        self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
+        self._orderly_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
+        self._orderly_wakeups: dict[MessageQueue, asyncio.Event] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._listener: Listener | None = None
+        self._listener_is_async = False
+        self.orderly = False
+        self._instance: MQClientInstance | None = None
+        self.offset_store: OffsetStore | None = None
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._sem: asyncio.Semaphore | None = None
+        self._running = False
+        self._paused = False
+        self._rebalance_lock = asyncio.Lock()
+
+    # -- configuration ---------------------------------------------------------------------------
+    def subscribe(self, topic: str, expression: str | None = "*") -> None:
+        self._subs[topic] = SubscriptionData.build(topic, expression)
+        if self._running and self._instance is not None:
+            self._spawn(self._after_subscription_change())
+
+    def unsubscribe(self, topic: str) -> None:
+        self._subs.pop(topic, None)
+
+    def register_listener(self, listener: Listener, orderly: bool = False) -> None:
+        """A MessageListenerConcurrently (default) or, with ``orderly=True``, a MessageListenerOrderly."""
+        self._listener = listener
+        self._listener_is_async = inspect.iscoroutinefunction(listener) or inspect.iscoroutinefunction(
+            getattr(listener, "__call__", None)  # noqa: B004
+        )
+        self.orderly = orderly
+
+    register_message_listener = register_listener
+
+    def register_listener_orderly(self, listener: Listener) -> None:
+        self.register_listener(listener, orderly=True)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    async def start(self) -> None:
+        if self._running:
+            return
+        if self._listener is None:
+            raise MQClientError(-1, "messageListener is null")
+        if not self._subs:
+            raise MQClientError(-1, "no subscription")
+        if self.message_model is MessageModel.CLUSTERING:
+            self._subs.setdefault(
+                retry_topic(self.group), SubscriptionData.build(retry_topic(self.group), "*")
+            )
+        inst = acquire_instance_for_group(
+            self.namesrv_addrs, self.instance_name, self.group, "consumer", self.client_config
+        )
+        self._instance = inst
+        if self.message_model is MessageModel.BROADCASTING:
+            self.offset_store = LocalFileOffsetStore(inst.client_id, self.group, self.offset_store_dir)
+        else:
+            self.offset_store = RemoteBrokerOffsetStore(self._query_offset, self._update_offset)
+        await self.offset_store.load()
+        if not self._listener_is_async:
+            self._executor = concurrent.futures.ThreadPoolExecutor(
+                self.consume_thread_max, thread_name_prefix=f"ConsumeMessageThread_{self.group}"
+            )
+        self._sem = asyncio.Semaphore(self.consume_thread_max)
+        self._running = True
+        inst.register_consumer(self.group, self)
+        await inst.start()
+        for topic in list(self._subs):
+            try:
+                await inst.update_topic_route(topic)
+            except Exception as exc:
+                log.warning("route of %s: %s", topic, exc)
+        await inst.send_heartbeat_all()
+        if self.orderly:
+            self._spawn(self._lock_loop())
+        inst.rebalance_immediately()
+
+    async def _after_subscription_change(self) -> None:
+        inst = self._instance
+        if inst is None:
+            return
+        for topic in list(self._subs):
+            with contextlib.suppress(Exception):
+                await inst.update_topic_route(topic)
+        await inst.send_heartbeat_all()
+        inst.rebalance_immediately()
+
+    async def shutdown(self) -> None:
+        if not self._running:
+            return
+        self._running = False
+        inst = self._instance
+        tasks = list(self._pull_tasks.values()) + list(self._orderly_tasks.values())
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        # let in-flight consumption finish briefly so its offsets get committed
+        pending = [t for t in self._tasks if not t.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=5.0)
+        for t in self._tasks:
+            t.cancel()
+        with contextlib.suppress(Exception):
+            await self.persist_consumer_offset()
+        if self.orderly and inst is not None:
+            with contextlib.suppress(Exception):
+                await self._unlock_all()
+        for pq in self._pqs.values():
+            pq.dropped = True
+        self._pqs.clear()
+        self._pull_tasks.clear()
+        if inst is not None:
+            await inst.unregister_consumer(self.group)
+            await release_instance(inst)
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+
+    async def __aenter__(self) -> PushConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    def suspend(self) -> None:
+        self._paused = True
+
+    def resume(self) -> None:
+        self._paused = False
+
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    @property
+    def instance(self) -> MQClientInstance:
+        if self._instance is None:
+            raise MQClientError(-1, "consumer not started")
+        return self._instance
+
+    @property
+    def client_id(self) -> str:
+        return self.instance.client_id
+
+    def assigned_queues(self) -> list[MessageQueue]:
+        """The queues this consumer currently pulls (after rebalance), sorted."""
+        return sorted(mq for mq, pq in self._pqs.items() if not pq.dropped)
+
+    # -- instance callbacks ----------------------------------------------------------------------
+    def subscribed_topics(self) -> list[str]:
+        return list(self._subs)
+
+    def update_subscribe_info(self, topic: str, mqs: set[MessageQueue]) -> None:
+        if topic in self._subs:
+            self._sub_info[topic] = set(mqs)
+
+    def consumer_data(self) -> dict[str, Any]:
+        return {
+            "groupName": self.group,
+            "consumeType": "CONSUME_PASSIVELY",
+            "messageModel": self.message_model.value,
+            "consumeFromWhere": self.consume_from_where.value,
+            "unitMode": False,
+            "subscriptionDataSet": [s.to_json() for s in self._subs.values()],
+        }
+
+    async def persist_consumer_offset(self) -> None:
+        if self.offset_store is None:
+            return
+        await self.offset_store.persist_all(list(self._pqs))
+
+    # -- offsets on the broker -------------------------------------------------------------------
+    async def _query_offset(self, mq: MessageQueue) -> int:
+        addr = await self.instance.find_broker_addr_or_refresh(mq.broker_name, mq.topic)
+        return await self.instance.api.query_consumer_offset(addr, self.group, mq)
+
+    async def _update_offset(self, mq: MessageQueue, offset: int) -> None:
+        addr = self.instance.find_broker_addr(mq.broker_name)
+        if addr is None:
+            await self.instance.update_topic_route(mq.topic)
+            addr = self.instance.find_broker_addr(mq.broker_name)
+        if addr is not None:
+            await self.instance.api.update_consumer_offset(addr, self.group, mq, offset)
+
+    async def _compute_pull_from_where(self, mq: MessageQueue) -> int:
+        assert self.offset_store is not None
+        try:
+            last = await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
+        except Exception as exc:
+            log.warning("read offset of %s failed: %s", mq, exc)
+            return -1
+        if last >= 0:
+            return last
+        inst = self.instance
+        is_retry = mq.topic.startswith("%RETRY%")
+        cfw = self.consume_from_where
+        if cfw is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET or (
+            is_retry and cfw is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+        ):
+            return 0
+        addr = await inst.find_broker_addr_or_refresh(mq.broker_name, mq.topic)
+        try:
+            if cfw is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET or is_retry:
+                return await inst.api.get_max_offset(addr, mq)
+            return await inst.api.search_offset(addr, mq, self.consume_timestamp)
+        except Exception as exc:
+            log.warning("compute pull offset of %s failed: %s", mq, exc)
+            return -1
+
+    # -- rebalance -------------------------------------------------------------------------------
+    async def do_rebalance(self) -> None:
+        if not self._running:
+            return
+        async with self._rebalance_lock:
+            for topic in list(self._subs):
+                await self._rebalance_topic(topic)
+            for mq in [mq for mq in self._pqs if mq.topic not in self._subs]:
+                pq = self._pqs.pop(mq)
+                pq.dropped = True
+                await self._remove_unnecessary(mq, pq)
+
+    async def _rebalance_topic(self, topic: str) -> None:
+        mqs = self._sub_info.get(topic)
+        if not mqs:
+            with contextlib.suppress(Exception):
+                await self.instance.update_topic_route(topic)
+            mqs = self._sub_info.get(topic)
+            if not mqs:
+                return
+        if self.message_model is MessageModel.BROADCASTING:
+            allocated = set(mqs)
+        else:
+            cids = await self.instance.find_consumer_id_list(topic, self.group)
+            if not cids:
+                return
+            try:
+                allocated = set(
+                    self.allocate_strategy(self.group, self.client_id, sorted(mqs), sorted(set(cids)))
+                )
+            except Exception as exc:
+                log.warning("allocate for %s failed: %s", topic, exc)
+                return
+        await self._update_process_queue_table(topic, allocated)
+
+    async def _update_process_queue_table(self, topic: str, allocated: set[MessageQueue]) -> bool:
+        changed = False
+        for mq, pq in list(self._pqs.items()):
+            if mq.topic != topic:
+                continue
+            if mq not in allocated:
+                pq.dropped = True
+                self._pqs.pop(mq, None)
+                await self._remove_unnecessary(mq, pq)
+                changed = True
+        assert self.offset_store is not None
+        new_mqs = sorted(mq for mq in allocated if mq not in self._pqs)
+        if self.orderly and new_mqs:
+            locked = await self._lock(new_mqs)
+            new_mqs = [mq for mq in new_mqs if mq in locked]
+        for mq in new_mqs:
+            self.offset_store.remove_offset(mq)
+            offset = await self._compute_pull_from_where(mq)
+            if offset < 0:
+                continue
+            pq = ProcessQueue()
+            if self.orderly:
+                pq.locked = True
+            self._pqs[mq] = pq
+            self._pull_tasks[mq] = asyncio.get_running_loop().create_task(self._pull_loop(mq, pq, offset))
+            changed = True
+        return changed
+
+    async def _remove_unnecessary(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        task = self._pull_tasks.pop(mq, None)
+        if task is not None:
+            task.cancel()
+        otask = self._orderly_tasks.pop(mq, None)
+        if otask is not None:
+            otask.cancel()
+        self._orderly_wakeups.pop(mq, None)
+        assert self.offset_store is not None
+        with contextlib.suppress(Exception):
+            await self.offset_store.persist(mq)
+        self.offset_store.remove_offset(mq)
+        if self.orderly:
+            with contextlib.suppress(Exception):
+                addr = self.instance.find_broker_addr(mq.broker_name)
+                if addr:
+                    await self.instance.api.unlock_batch_mq(addr, self.group, self.client_id, [mq])
+
+    # -- pulling ---------------------------------------------------------------------------------
+    async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
+        inst = self.instance
+        store = self.offset_store
+        assert store is not None
+        clustering = self.message_model is MessageModel.CLUSTERING
+        size_limit = self.pull_threshold_size_for_queue * 1024 * 1024
+        timeout_s = self.consumer_timeout_millis_when_suspend / 1000.0
+        next_offset = offset
+        while self._running and not pq.dropped:
+            if self._paused:
+                await asyncio.sleep(1.0)
+                continue
+            if pq.msg_count > self.pull_threshold_for_queue or pq.msg_size > size_limit:
+                await asyncio.sleep(PULL_DELAY_ON_FLOW_CONTROL_S)
+                continue
+            if not self.orderly and pq.max_span() > self.consume_concurrently_max_span:
+                await asyncio.sleep(PULL_DELAY_ON_FLOW_CONTROL_S)
+                continue
+            sub = self._subs.get(mq.topic)
+            if sub is None:
+                await asyncio.sleep(PULL_DELAY_ON_EXCEPTION_S)
+                continue
+            sys_flag = PULL_FLAG_SUSPEND | PULL_FLAG_SUBSCRIPTION
+            commit_offset = 0
+            if clustering:
+                co = store.table.get(mq, -1)
+                if co > 0:
+                    commit_offset = co
+                    sys_flag |= PULL_FLAG_COMMIT_OFFSET
+            try:
+                addr = await inst.find_broker_addr_or_refresh(mq.broker_name, mq.topic)
+                req = build_pull_request(
+                    self.group,
+                    mq,
+                    next_offset,
+                    self.pull_batch_size,
+                    sys_flag,
+                    commit_offset,
+                    self.broker_suspend_max_time_millis,
+                    sub,
+                )
+                resp = await inst.remoting.invoke(addr, req, timeout_s)
+                result = process_pull_response(resp, mq, sub, addr)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if self._running and not pq.dropped:
+                    log.info("pull %s failed: %s", mq, exc)
+                await asyncio.sleep(PULL_DELAY_ON_EXCEPTION_S)
+                continue
+            if pq.dropped:
+                return
+            pq.last_pull_ts = time.monotonic()
+            status = result.status
+            if status is PullStatus.FOUND:
+                next_offset = result.next_begin_offset
+                if result.messages:
+                    pq.put_messages(result.messages)
+                    self._dispatch(result.messages, pq, mq)
+                elif pq.msg_count == 0:
+                    store.update_offset(mq, next_offset, True)
+            elif status is PullStatus.NO_NEW_MSG or status is PullStatus.NO_MATCHED_MSG:
+                next_offset = result.next_begin_offset
+                if pq.msg_count == 0:
+                    store.update_offset(mq, next_offset, True)
+            else:  # OFFSET_ILLEGAL: jump to where the broker says and persist it
+                log.warning(
+                    "pull offset %d of %s illegal, moving to %d", next_offset, mq, result.next_begin_offset
+                )
+                next_offset = result.next_begin_offset
+                store.update_offset(mq, next_offset, False)
+                with contextlib.suppress(Exception):
+                    await store.persist(mq)
+            if self.pull_interval > 0:
+                await asyncio.sleep(self.pull_interval / 1000.0)
+
+    # -- consuming -------------------------------------------------------------------------------
+    def _dispatch(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        if self.orderly:
+            ev = self._orderly_wakeups.get(mq)
+            if ev is None:
+                ev = self._orderly_wakeups[mq] = asyncio.Event()
+                self._orderly_tasks[mq] = asyncio.get_running_loop().create_task(
+                    self._orderly_loop(mq, pq, ev)
+                )
+            ev.set()
+            return
+        bs = self.consume_message_batch_max_size
+        if bs == 1:
+            for m in msgs:
+                self._spawn(self._consume_concurrently([m], pq, mq))
+        else:
+            for i in range(0, len(msgs), bs):
+                self._spawn(self._consume_concurrently(msgs[i : i + bs], pq, mq))
+
+    def _reset_retry_topic(self, msgs: list[MessageExt]) -> None:
+        rt_name = retry_topic(self.group)
+        now = str(int(time.time() * 1000))
+        for m in msgs:
+            origin = m.properties.get(PROPERTY_RETRY_TOPIC)
+            if origin and m.topic == rt_name:
+                m.topic = origin
+            m.properties[PROPERTY_CONSUME_START_TIME] = now
+
+    async def _call_listener(self, msgs: list[MessageExt]) -> Any:
+        listener = self._listener
+        assert listener is not None
+        if self._listener_is_async:
+            return await listener(msgs)
+        loop = asyncio.get_running_loop()
+        result = await loop.run_in_executor(self._executor, listener, msgs)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    async def _consume_concurrently(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        if pq.dropped:
+            return
+        self._reset_retry_topic(msgs)
+        assert self._sem is not None
+        async with self._sem:
+            if pq.dropped:
+                return
+            try:
+                result = await self._call_listener(msgs)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("consume of %d message(s) from %s threw: %r", len(msgs), mq, exc)
+                result = ConsumeResult.RECONSUME_LATER
+        if pq.dropped:
+            return
+        ok = _is_success(result)
+        if not ok and self.message_model is MessageModel.CLUSTERING:
+            retry_local = []
+            for m in msgs:
+                if not await self.send_message_back(m, 0):
+                    m.reconsume_times += 1
+                    retry_local.append(m)
+            if retry_local:
+                done = [m for m in msgs if m not in retry_local]
+                self._spawn(self._consume_later(retry_local, pq, mq))
+                msgs = done
+        elif not ok:
+            log.warning("broadcasting consume failed, dropping %d message(s) of %s", len(msgs), mq)
+        offset = pq.remove_messages(msgs)
+        if offset >= 0 and not pq.dropped and self.offset_store is not None:
+            self.offset_store.update_offset(mq, offset, True)
+
+    async def _consume_later(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        await asyncio.sleep(RECONSUME_LOCAL_DELAY_S)
+        for m in msgs:
+            self._spawn(self._consume_concurrently([m], pq, mq))
+
+    async def send_message_back(self, msg: MessageExt, delay_level: int) -> bool:
+        """CONSUMER_SEND_MSG_BACK; if the broker refuses, re-send to %RETRY%<group> as
+        CLIENT_INNER_PRODUCER. False only if both failed."""
+        inst = self.instance
+        try:
+            addr = inst.find_broker_addr(msg.broker_name) if msg.broker_name else None
+            await inst.api.consumer_send_msg_back(
+                addr or msg.store_host,
+                commit_log_offset=msg.commit_log_offset,
+                group=self.group,
+                delay_level=delay_level,
+                origin_msg_id=msg.msg_id,
+                origin_topic=msg.topic,
+                max_reconsume_times=self.max_reconsume_times,
+            )
+            return True
+        except (RemotingError, MQClientError, OSError, Exception) as exc:
+            log.info("send back of %s failed (%s), re-sending to the retry topic", msg.msg_id, exc)
+        try:
+            props = dict(msg.properties)
+            props.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, msg.msg_id)
+            props[PROPERTY_RETRY_TOPIC] = msg.topic
+            props[PROPERTY_RECONSUME_TIME] = str(msg.reconsume_times + 1)
+            props[PROPERTY_MAX_RECONSUME_TIMES] = str(self.max_reconsume_times)
+            props.pop("DELAY", None)
+            new = Message(retry_topic(self.group), msg.body, properties=props, flag=msg.flag)
+            new.delay_level = 3 + msg.reconsume_times
+            producer = await inst.inner_producer()
+            await producer.send(new)
+            return True
+        except Exception as exc:
+            log.warning("re-send of %s to the retry topic failed: %s", msg.msg_id, exc)
+            return False
+
+    # -- orderly ---------------------------------------------------------------------------------
+    async def _lock(self, mqs: list[MessageQueue]) -> set[MessageQueue]:
+        by_broker: dict[str, list[MessageQueue]] = {}
+        for mq in mqs:
+            by_broker.setdefault(mq.broker_name, []).append(mq)
+        locked: set[MessageQueue] = set()
+        for broker, group_mqs in by_broker.items():
+            addr = self.instance.find_broker_addr(broker)
+            if addr is None:
+                continue
+            try:
+                locked |= await self.instance.api.lock_batch_mq(addr, self.group, self.client_id, group_mqs)
+            except Exception as exc:
+                log.info("lock %s failed: %s", broker, exc)
+        now = time.monotonic()
+        for mq in mqs:
+            pq = self._pqs.get(mq)
+            if pq is not None:
+                pq.locked = mq in locked
+                if pq.locked:
+                    pq.last_lock_ts = now
+        return locked
+
+    async def _lock_loop(self) -> None:
+        while self._running:
+            await asyncio.sleep(LOCK_INTERVAL_S)
+            if self._pqs:
+                await self._lock(list(self._pqs))
+
+    async def _unlock_all(self) -> None:
+        by_broker: dict[str, list[MessageQueue]] = {}
+        for mq in self._pqs:
+            by_broker.setdefault(mq.broker_name, []).append(mq)
+        for broker, mqs in by_broker.items():
+            addr = self.instance.find_broker_addr(broker)
+            if addr:
+                await self.instance.api.unlock_batch_mq(addr, self.group, self.client_id, mqs)
+
+    async def _orderly_loop(self, mq: MessageQueue, pq: ProcessQueue, wakeup: asyncio.Event) -> None:
+        bs = self.consume_message_batch_max_size
+        suspend_s = self.suspend_current_queue_time_millis / 1000.0
+        while self._running and not pq.dropped:
+            await wakeup.wait()
+            wakeup.clear()
+            while self._running and not pq.dropped:
+                if not pq.locked or pq.is_lock_expired():
+                    await asyncio.sleep(0.1)
+                    if pq.is_lock_expired():
+                        await self._lock([mq])
+                    continue
+                msgs = pq.take_messages(bs)
+                if not msgs:
+                    break
+                self._reset_retry_topic(msgs)
+                try:
+                    result = await self._call_listener(msgs)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    log.warning("orderly consume from %s threw: %r", mq, exc)
+                    result = ConsumeOrderlyResult.SUSPEND_CURRENT_QUEUE_A_MOMENT
+                if pq.dropped:
+                    return
+                if _is_success(result):
+                    offset = pq.commit()
+                else:
+                    over = [m for m in msgs if m.reconsume_times >= self.max_reconsume_times]
+                    if over and all([await self.send_message_back(m, -1) for m in over]):
+                        # exhausted: parked in the DLQ, move on
+                        offset = pq.commit()
+                    else:
+                        for m in msgs:
+                            m.reconsume_times += 1
+                        pq.make_messages_to_consume_again(msgs)
+                        await asyncio.sleep(suspend_s)
+                        continue
+                if offset >= 0 and self.offset_store is not None:
+                    self.offset_store.update_offset(mq, offset, False)

@@ -1,0 +1,374 @@
+"""MQClientInstance: the per-process client shared by producers and consumers of one NameServer list
+and instance name. Owns the connections, the route table, heartbeats, rebalance and offset persistence."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import random
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from rocketq.protocol.codes import RequestCode
+from rocketq.protocol.frame import RemotingCommand
+from rocketq.remoting import Channel, RemotingClient
+
+from .api import MQClientAPI
+from .codec import local_ip_str
+from .message import DEFAULT_TOPIC, MQClientError
+from .route import MASTER_ID, TopicRouteData, topic_route_to_publish_info, topic_route_to_subscribe_info
+
+log = logging.getLogger(__name__)
+
+DEFAULT_INSTANCE_NAME = "DEFAULT"
+
+
+class ProducerInner(Protocol):
+    group: str
+
+    def publish_topics(self) -> Sequence[str]: ...
+    def update_publish_info(self, topic: str, route: TopicRouteData) -> None: ...
+
+
+class ConsumerInner(Protocol):
+    group: str
+
+    def subscribed_topics(self) -> Sequence[str]: ...
+    def update_subscribe_info(self, topic: str, mqs: set[Any]) -> None: ...
+    def consumer_data(self) -> dict[str, Any]: ...
+    async def do_rebalance(self) -> None: ...
+    async def persist_consumer_offset(self) -> None: ...
+
+
+class ClientConfig:
+    """Timing knobs of the shared instance (RocketMQ's ClientConfig names, in seconds)."""
+
+    def __init__(
+        self,
+        poll_name_server_interval: float = 30.0,
+        heartbeat_broker_interval: float = 30.0,
+        persist_consumer_offset_interval: float = 5.0,
+        rebalance_interval: float = 20.0,
+        mq_client_api_timeout: float = 3.0,
+    ) -> None:
+        self.poll_name_server_interval = poll_name_server_interval
+        self.heartbeat_broker_interval = heartbeat_broker_interval
+        self.persist_consumer_offset_interval = persist_consumer_offset_interval
+        self.rebalance_interval = rebalance_interval
+        self.mq_client_api_timeout = mq_client_api_timeout
+
+
+def parse_namesrv(namesrv: str | Sequence[str] | None) -> list[str]:
+    if namesrv is None:
+        namesrv = os.environ.get("NAMESRV_ADDR") or os.environ.get("ROCKETQ_NAMESRV") or "127.0.0.1:9876"
+    parts = namesrv.replace(",", ";").split(";") if isinstance(namesrv, str) else list(namesrv)
+    addrs = [p.strip() for p in parts if p.strip()]
+    if not addrs:
+        raise MQClientError(-1, "no NameServer address")
+    return addrs
+
+
+class MQClientInstance:
+    def __init__(
+        self, namesrv_addrs: list[str], instance_name: str, config: ClientConfig | None = None
+    ) -> None:
+        self.config = config or ClientConfig()
+        self.instance_name = instance_name
+        ip = local_ip_str()
+        pid = os.getpid()
+        self.client_id = (
+            f"{ip}@{pid}" if instance_name == DEFAULT_INSTANCE_NAME else f"{ip}@{pid}@{instance_name}"
+        )
+        self.namesrv_addrs = namesrv_addrs
+        self.remoting = RemotingClient()
+        self.remoting.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_ids_changed)
+        self.api = MQClientAPI(self.remoting, namesrv_addrs, self.config.mq_client_api_timeout)
+        self.routes: dict[str, TopicRouteData] = {}
+        self.broker_addrs: dict[str, dict[str, str]] = {}
+        self.producers: dict[str, ProducerInner] = {}
+        self.consumers: dict[str, ConsumerInner] = {}
+        self._route_lock = asyncio.Lock()
+        self._heartbeat_lock = asyncio.Lock()
+        self._rebalance_wakeup = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._started = False
+        self._inner_producer: Any = None
+        self.key: tuple[Any, ...] = ()
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    async def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        self._tasks = [
+            asyncio.create_task(self._every(self.config.poll_name_server_interval, self.update_all_routes)),
+            asyncio.create_task(self._every(self.config.heartbeat_broker_interval, self.send_heartbeat_all)),
+            asyncio.create_task(
+                self._every(self.config.persist_consumer_offset_interval, self.persist_all_offsets)
+            ),
+            asyncio.create_task(self._rebalance_loop()),
+        ]
+
+    async def shutdown(self) -> None:
+        if not self._started:
+            return
+        self._started = False
+        for t in self._tasks:
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        if self._inner_producer is not None:
+            with contextlib.suppress(Exception):
+                await self._inner_producer.shutdown()
+            self._inner_producer = None
+        await self.remoting.close()
+        _INSTANCES.pop(self.key, None)
+
+    @property
+    def idle(self) -> bool:
+        return not self.producers and not self.consumers
+
+    async def _every(self, interval: float, fn: Any) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await fn()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("%s failed: %s", getattr(fn, "__name__", fn), exc)
+
+    # -- registration ----------------------------------------------------------------------------
+    def register_producer(self, group: str, producer: ProducerInner) -> bool:
+        if group in self.producers:
+            return False
+        self.producers[group] = producer
+        return True
+
+    def register_consumer(self, group: str, consumer: ConsumerInner) -> bool:
+        if group in self.consumers:
+            return False
+        self.consumers[group] = consumer
+        return True
+
+    async def unregister_producer(self, group: str) -> None:
+        if self.producers.pop(group, None) is not None:
+            await self._unregister_client(group, None)
+
+    async def unregister_consumer(self, group: str) -> None:
+        if self.consumers.pop(group, None) is not None:
+            await self._unregister_client(None, group)
+
+    async def _unregister_client(self, producer_group: str | None, consumer_group: str | None) -> None:
+        addrs = {a for addrs in self.broker_addrs.values() for a in addrs.values()}
+
+        async def one(addr: str) -> None:
+            try:
+                await self.api.unregister_client(addr, self.client_id, producer_group, consumer_group)
+            except Exception as exc:
+                log.debug("unregister client at %s failed: %s", addr, exc)
+
+        await asyncio.gather(*(one(a) for a in addrs))
+
+    async def inner_producer(self) -> Any:
+        """CLIENT_INNER_PRODUCER: re-sends consumed messages to %RETRY% when CONSUMER_SEND_MSG_BACK fails."""
+        if self._inner_producer is None:
+            from .producer import Producer
+
+            p = Producer("CLIENT_INNER_PRODUCER", namesrv=self.namesrv_addrs, _instance=self)
+            await p.start()
+            self._inner_producer = p
+        return self._inner_producer
+
+    # -- routes ----------------------------------------------------------------------------------
+    async def update_all_routes(self) -> None:
+        topics: set[str] = set()
+        for p in list(self.producers.values()):
+            topics.update(p.publish_topics())
+        for c in list(self.consumers.values()):
+            topics.update(c.subscribed_topics())
+        for t in topics:
+            try:
+                await self.update_topic_route(t)
+            except Exception as exc:
+                log.debug("route update for %s failed: %s", t, exc)
+
+    async def update_topic_route(
+        self, topic: str, *, use_default: bool = False, default_queue_nums: int = 4
+    ) -> bool:
+        """Fetch the route of ``topic`` (or, with ``use_default``, derive it from TBW102) and push it to
+        every producer and consumer. Returns whether a route exists."""
+        async with self._route_lock:
+            if use_default:
+                route = await self.api.get_topic_route(DEFAULT_TOPIC)
+                if route is not None:
+                    for qd in route.queue_datas:
+                        n = min(default_queue_nums, qd.read_queue_nums)
+                        qd.read_queue_nums = qd.write_queue_nums = n
+            else:
+                route = await self.api.get_topic_route(topic)
+            if route is None:
+                return False
+            old = self.routes.get(topic)
+            changed = old is None or old.signature() != route.signature()
+            for bd in route.broker_datas:
+                self.broker_addrs[bd.broker_name] = dict(bd.broker_addrs)
+            if changed or use_default:
+                self.routes[topic] = route
+            for p in list(self.producers.values()):
+                p.update_publish_info(topic, route)
+            subs = topic_route_to_subscribe_info(topic, route)
+            for c in list(self.consumers.values()):
+                if topic in c.subscribed_topics():
+                    c.update_subscribe_info(topic, subs)
+            return True
+
+    def publish_info_from(self, topic: str, route: TopicRouteData) -> Any:
+        return topic_route_to_publish_info(topic, route)
+
+    def find_broker_addr(self, broker_name: str, only_master: bool = True) -> str | None:
+        addrs = self.broker_addrs.get(broker_name)
+        if not addrs:
+            return None
+        master = addrs.get(MASTER_ID)
+        if master or only_master:
+            return master
+        return next(iter(addrs.values()), None)
+
+    async def find_broker_addr_or_refresh(
+        self, broker_name: str, topic: str, only_master: bool = True
+    ) -> str:
+        addr = self.find_broker_addr(broker_name, only_master)
+        if addr is None:
+            await self.update_topic_route(topic)
+            addr = self.find_broker_addr(broker_name, only_master)
+        if addr is None:
+            raise MQClientError(-1, f"The broker[{broker_name}] not exist")
+        return addr
+
+    async def find_consumer_id_list(self, topic: str, group: str) -> list[str]:
+        route = self.routes.get(topic)
+        if route is None:
+            await self.update_topic_route(topic)
+            route = self.routes.get(topic)
+        if route is None or not route.broker_datas:
+            return []
+        bds = list(route.broker_datas)
+        random.shuffle(bds)
+        last: Exception | None = None
+        for bd in bds:
+            addr = bd.broker_addrs.get(MASTER_ID) or next(iter(bd.broker_addrs.values()), None)
+            if addr is None:
+                continue
+            try:
+                return await self.api.get_consumer_id_list(addr, group)
+            except Exception as exc:
+                last = exc
+        if last is not None:
+            log.debug("get consumer list of %s failed: %s", group, last)
+        return []
+
+    # -- heartbeat -------------------------------------------------------------------------------
+    def heartbeat_data(self) -> dict[str, Any]:
+        return {
+            "clientID": self.client_id,
+            "producerDataSet": [{"groupName": g} for g in self.producers],
+            "consumerDataSet": [c.consumer_data() for c in list(self.consumers.values())],
+        }
+
+    async def send_heartbeat_all(self) -> None:
+        if self.idle:
+            return
+        async with self._heartbeat_lock:
+            data = self.heartbeat_data()
+            only_masters = not data["consumerDataSet"]
+            addrs = set()
+            for addrs_by_id in self.broker_addrs.values():
+                for bid, addr in addrs_by_id.items():
+                    if only_masters and bid != MASTER_ID:
+                        continue
+                    addrs.add(addr)
+
+            async def one(addr: str) -> None:
+                try:
+                    await self.api.heartbeat(addr, data)
+                except Exception as exc:
+                    log.debug("heartbeat to %s failed: %s", addr, exc)
+
+            await asyncio.gather(*(one(a) for a in addrs))
+
+    # -- consumers -------------------------------------------------------------------------------
+    def _on_ids_changed(self, channel: Channel, request: RemotingCommand) -> None:
+        log.debug("consumer ids of %s changed", request.ext_fields.get("consumerGroup"))
+        self.rebalance_immediately()
+        return None
+
+    def rebalance_immediately(self) -> None:
+        self._rebalance_wakeup.set()
+
+    async def _rebalance_loop(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._rebalance_wakeup.wait(), self.config.rebalance_interval)
+            self._rebalance_wakeup.clear()
+            await self.do_rebalance()
+
+    async def do_rebalance(self) -> None:
+        for c in list(self.consumers.values()):
+            try:
+                await c.do_rebalance()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("rebalance of %s failed: %s", c.group, exc)
+
+    async def persist_all_offsets(self) -> None:
+        for c in list(self.consumers.values()):
+            try:
+                await c.persist_consumer_offset()
+            except Exception as exc:
+                log.debug("persist offsets of %s failed: %s", c.group, exc)
+
+
+_INSTANCES: dict[tuple[Any, ...], MQClientInstance] = {}
+
+
+def get_instance(
+    namesrv_addrs: list[str], instance_name: str = DEFAULT_INSTANCE_NAME, config: ClientConfig | None = None
+) -> MQClientInstance:
+    """The shared instance for (NameServers, instance name) on the running event loop."""
+    loop = asyncio.get_running_loop()
+    key = (tuple(namesrv_addrs), instance_name, id(loop))
+    inst = _INSTANCES.get(key)
+    if inst is None:
+        inst = MQClientInstance(namesrv_addrs, instance_name, config)
+        inst.key = key
+        _INSTANCES[key] = inst
+    return inst
+
+
+def acquire_instance_for_group(
+    namesrv_addrs: list[str],
+    instance_name: str,
+    group: str,
+    kind: str,
+    config: ClientConfig | None = None,
+) -> MQClientInstance:
+    """Like Java, one instance holds each group once. If the group is already taken in the named instance
+    (several consumers of one group in one process), use a fresh instance name so each gets its own
+    clientId."""
+    inst = get_instance(namesrv_addrs, instance_name, config)
+    table = inst.producers if kind == "producer" else inst.consumers
+    n = 1
+    while group in table:
+        inst = get_instance(namesrv_addrs, f"{instance_name}#{n}", config)
+        table = inst.producers if kind == "producer" else inst.consumers
+        n += 1
+    return inst
+
+
+async def release_instance(inst: MQClientInstance) -> None:
+    if inst.idle:
+        await inst.shutdown()

@@ -1,0 +1,241 @@
+"""Client data model: Message, MessageQueue, SendResult and the public enums (names as in API.md)."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+# MessageConst property names used by the client.
+PROPERTY_KEYS = "KEYS"
+PROPERTY_TAGS = "TAGS"
+PROPERTY_WAIT = "WAIT"
+PROPERTY_DELAY = "DELAY"
+PROPERTY_RETRY_TOPIC = "RETRY_TOPIC"
+PROPERTY_REAL_TOPIC = "REAL_TOPIC"
+PROPERTY_REAL_QID = "REAL_QID"
+PROPERTY_UNIQ_KEY = "UNIQ_KEY"
+PROPERTY_ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
+PROPERTY_RECONSUME_TIME = "RECONSUME_TIME"
+PROPERTY_MAX_RECONSUME_TIMES = "MAX_RECONSUME_TIMES"
+PROPERTY_CONSUME_START_TIME = "CONSUME_START_TIME"
+PROPERTY_MIN_OFFSET = "MIN_OFFSET"
+PROPERTY_MAX_OFFSET = "MAX_OFFSET"
+PROPERTY_TRAN_MSG = "TRAN_MSG"
+PROPERTY_CLUSTER = "CLUSTER"
+
+KEY_SEPARATOR = " "
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
+CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
+DEFAULT_TOPIC = "TBW102"
+
+
+def retry_topic(group: str) -> str:
+    return RETRY_GROUP_TOPIC_PREFIX + group
+
+
+def dlq_topic(group: str) -> str:
+    return DLQ_GROUP_TOPIC_PREFIX + group
+
+
+class SendStatus(enum.Enum):
+    SEND_OK = "SEND_OK"
+    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
+    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
+    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
+
+
+class MessageModel(enum.Enum):
+    BROADCASTING = "BROADCASTING"
+    CLUSTERING = "CLUSTERING"
+
+
+class ConsumeFromWhere(enum.Enum):
+    CONSUME_FROM_LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
+    CONSUME_FROM_FIRST_OFFSET = "CONSUME_FROM_FIRST_OFFSET"
+    CONSUME_FROM_TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
+
+
+class ConsumeResult(enum.Enum):
+    """ConsumeConcurrentlyStatus: CONSUME_SUCCESS / RECONSUME_LATER."""
+
+    SUCCESS = "CONSUME_SUCCESS"
+    RECONSUME_LATER = "RECONSUME_LATER"
+
+
+class ConsumeOrderlyResult(enum.Enum):
+    """ConsumeOrderlyStatus."""
+
+    SUCCESS = "SUCCESS"
+    SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class MessageQueue:
+    """A queue of a topic on one broker; ordered by (topic, broker_name, queue_id) like Java's compareTo."""
+
+    topic: str
+    broker_name: str
+    queue_id: int
+
+    def to_json(self) -> dict[str, object]:
+        return {"brokerName": self.broker_name, "queueId": self.queue_id, "topic": self.topic}
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, object]) -> MessageQueue:
+        return cls(str(obj["topic"]), str(obj["brokerName"]), int(obj["queueId"]))  # type: ignore[call-overload]
+
+    def __str__(self) -> str:
+        return f"MessageQueue [topic={self.topic}, brokerName={self.broker_name}, queueId={self.queue_id}]"
+
+
+class Message:
+    """A message to send. ``keys`` may be a string (space separated) or a list; ``properties`` are user
+    properties (system properties such as TAGS/KEYS/DELAY live in their own attributes)."""
+
+    __slots__ = ("body", "delay_level", "flag", "keys", "properties", "tags", "topic")
+
+    def __init__(
+        self,
+        topic: str,
+        body: bytes | bytearray | str = b"",
+        tags: str | None = None,
+        keys: str | Iterable[str] | None = None,
+        properties: Mapping[str, str] | None = None,
+        delay_level: int = 0,
+        flag: int = 0,
+    ) -> None:
+        self.topic = topic
+        self.body = body.encode() if isinstance(body, str) else bytes(body)
+        self.tags = tags
+        if keys is None:
+            self.keys: list[str] = []
+        elif isinstance(keys, str):
+            self.keys = [k for k in keys.split(KEY_SEPARATOR) if k]
+        else:
+            self.keys = [str(k) for k in keys]
+        self.properties: dict[str, str] = dict(properties) if properties else {}
+        self.delay_level = int(delay_level)
+        self.flag = flag
+
+    def put_user_property(self, name: str, value: str) -> None:
+        self.properties[name] = value
+
+    def get_property(self, name: str) -> str | None:
+        return self.properties.get(name)
+
+    def wire_properties(self) -> dict[str, str]:
+        """All properties as sent on the wire (user + TAGS/KEYS/DELAY)."""
+        props = dict(self.properties)
+        if self.tags:
+            props[PROPERTY_TAGS] = self.tags
+        if self.keys:
+            props[PROPERTY_KEYS] = KEY_SEPARATOR.join(self.keys)
+        if self.delay_level > 0:
+            props[PROPERTY_DELAY] = str(self.delay_level)
+        return props
+
+    def __repr__(self) -> str:
+        return (
+            f"Message(topic={self.topic!r}, tags={self.tags!r}, keys={self.keys!r}, "
+            f"body={len(self.body)}B, properties={self.properties!r})"
+        )
+
+
+class MessageExt(Message):
+    """A stored message as received from the broker (pull, view, query)."""
+
+    __slots__ = (
+        "body_crc",
+        "born_host",
+        "born_timestamp",
+        "broker_name",
+        "commit_log_offset",
+        "msg_id",
+        "offset_msg_id",
+        "prepared_transaction_offset",
+        "queue_id",
+        "queue_offset",
+        "reconsume_times",
+        "store_host",
+        "store_size",
+        "store_timestamp",
+        "sys_flag",
+    )
+
+    def __init__(self, topic: str, body: bytes = b"", properties: Mapping[str, str] | None = None) -> None:
+        props = dict(properties) if properties else {}
+        super().__init__(topic, body, properties=props)
+        self.properties = props  # received messages expose every property, system ones included
+        self.tags = props.get(PROPERTY_TAGS)
+        keys = props.get(PROPERTY_KEYS)
+        self.keys = [k for k in keys.split(KEY_SEPARATOR) if k] if keys else []
+        delay = props.get(PROPERTY_DELAY)
+        self.delay_level = int(delay) if delay and delay.isdigit() else 0
+        self.msg_id = ""
+        self.offset_msg_id = ""
+        self.queue_id = 0
+        self.queue_offset = 0
+        self.commit_log_offset = 0
+        self.born_timestamp = 0
+        self.store_timestamp = 0
+        self.born_host = ""
+        self.store_host = ""
+        self.reconsume_times = 0
+        self.broker_name = ""
+        self.sys_flag = 0
+        self.store_size = 0
+        self.body_crc = 0
+        self.prepared_transaction_offset = 0
+
+    @property
+    def queue(self) -> MessageQueue:
+        return MessageQueue(self.topic, self.broker_name, self.queue_id)
+
+    def __repr__(self) -> str:
+        return (
+            f"MessageExt(topic={self.topic!r}, msg_id={self.msg_id}, queue_id={self.queue_id}, "
+            f"queue_offset={self.queue_offset}, tags={self.tags!r}, reconsume_times={self.reconsume_times}, "
+            f"body={len(self.body)}B)"
+        )
+
+
+@dataclass(slots=True)
+class SendResult:
+    status: SendStatus
+    msg_id: str
+    offset_msg_id: str
+    queue: MessageQueue
+    queue_offset: int
+    transaction_id: str | None = None
+    region_id: str = "DefaultRegion"
+    trace_on: bool = True
+
+    @property
+    def send_status(self) -> SendStatus:  # Java spelling
+        return self.status
+
+    @property
+    def message_queue(self) -> MessageQueue:
+        return self.queue
+
+
+class MQClientError(Exception):
+    """A client-side failure (no route, bad argument, all retries failed); like MQClientException."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(f"CODE: {code} DESC: {message}")
+        self.code = code
+        self.remark = message
+
+
+class MQBrokerError(Exception):
+    """The broker answered with an error code; ``code`` and ``remark`` are the broker's."""
+
+    def __init__(self, code: int, remark: str | None, broker_addr: str = "") -> None:
+        where = f" BROKER: {broker_addr}" if broker_addr else ""
+        super().__init__(f"CODE: {code} DESC: {remark}{where}")
+        self.code = code
+        self.remark = remark or ""
+        self.broker_addr = broker_addr

@@ -1,0 +1,489 @@
+"""Producer (DefaultMQProducer) — asyncio core. The synchronous facade in rocketq.sync wraps it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rocketq.protocol.codes import RequestCode, ResponseCode
+from rocketq.protocol.frame import RemotingCommand
+from rocketq.remoting import RemotingError
+
+from .codec import (
+    SYSFLAG_COMPRESSED,
+    SYSFLAG_TRANSACTION_PREPARED,
+    SYSFLAG_ZLIB,
+    UNIQ_IDS,
+    batch_item_size,
+    compress_body,
+    encode_batch,
+    properties_to_string,
+)
+from .instance import (
+    DEFAULT_INSTANCE_NAME,
+    ClientConfig,
+    MQClientInstance,
+    acquire_instance_for_group,
+    parse_namesrv,
+    release_instance,
+)
+from .message import (
+    DEFAULT_TOPIC,
+    PROPERTY_MAX_RECONSUME_TIMES,
+    PROPERTY_RECONSUME_TIME,
+    PROPERTY_TRAN_MSG,
+    PROPERTY_UNIQ_KEY,
+    PROPERTY_WAIT,
+    RETRY_GROUP_TOPIC_PREFIX,
+    Message,
+    MessageQueue,
+    MQBrokerError,
+    MQClientError,
+    SendResult,
+    SendStatus,
+)
+from .route import LatencyFaultTolerance, TopicPublishInfo, TopicRouteData, topic_route_to_publish_info
+
+log = logging.getLogger(__name__)
+
+Selector = Callable[[list[MessageQueue], Message, Any], MessageQueue]
+
+RETRY_RESPONSE_CODES = frozenset({17, 14, 1, 16, 204, 205})
+MAX_BATCH_BYTES = 4 * 1024 * 1024
+_TOPIC_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+_STATUS_BY_CODE = {
+    ResponseCode.SUCCESS: SendStatus.SEND_OK,
+    10: SendStatus.FLUSH_DISK_TIMEOUT,
+    12: SendStatus.FLUSH_SLAVE_TIMEOUT,
+    11: SendStatus.SLAVE_NOT_AVAILABLE,
+}
+
+
+def check_topic(topic: str) -> None:
+    if not topic or not topic.strip():
+        raise MQClientError(-1, "The specified topic is blank")
+    if len(topic) > 127:
+        raise MQClientError(-1, "The specified topic is longer than topic max length 127.")
+    if not _TOPIC_RE.match(topic):
+        raise MQClientError(
+            -1, f"The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+        )
+    if topic == DEFAULT_TOPIC:
+        raise MQClientError(-1, f"The topic[{topic}] is conflict with AUTO_CREATE_TOPIC_KEY_TOPIC.")
+
+
+class Producer:
+    """``async with Producer("PG", namesrv="127.0.0.1:9876") as p: await p.send(Message(...))``."""
+
+    def __init__(
+        self,
+        group: str = "DEFAULT_PRODUCER",
+        namesrv: str | Sequence[str] | None = None,
+        *,
+        instance_name: str = DEFAULT_INSTANCE_NAME,
+        send_msg_timeout: int = 3000,
+        retry_times_when_send_failed: int = 2,
+        retry_times_when_send_async_failed: int = 2,
+        retry_another_broker_when_not_store_ok: bool = False,
+        compress_msg_body_over_howmuch: int = 4096,
+        max_message_size: int = 4 * 1024 * 1024,
+        send_latency_fault_enable: bool = True,
+        create_topic_key: str = DEFAULT_TOPIC,
+        default_topic_queue_nums: int = 4,
+        client_config: ClientConfig | None = None,
+        _instance: MQClientInstance | None = None,
+    ) -> None:
+        self.group = group
+        self.namesrv_addrs = parse_namesrv(namesrv)
+        self.instance_name = instance_name
+        self.send_msg_timeout = send_msg_timeout
+        self.retry_times_when_send_failed = retry_times_when_send_failed
+        self.retry_times_when_send_async_failed = retry_times_when_send_async_failed
+        self.retry_another_broker_when_not_store_ok = retry_another_broker_when_not_store_ok
+        self.compress_msg_body_over_howmuch = compress_msg_body_over_howmuch
+        self.max_message_size = max_message_size
+        self.send_latency_fault_enable = send_latency_fault_enable
+        self.create_topic_key = create_topic_key
+        self.default_topic_queue_nums = default_topic_queue_nums
+        self.client_config = client_config
+        self._instance = _instance
+        self._inner = _instance is not None
+        self._publish: dict[str, TopicPublishInfo] = {}
+        self._fault = LatencyFaultTolerance()
+        self._started = False
+        self._pending: set[asyncio.Task[Any]] = set()
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    async def start(self) -> None:
+        if self._started:
+            return
+        if not self._inner:
+            inst = acquire_instance_for_group(
+                self.namesrv_addrs, self.instance_name, self.group, "producer", self.client_config
+            )
+            inst.register_producer(self.group, self)
+            self._instance = inst
+            await inst.start()
+            await inst.send_heartbeat_all()
+        self._started = True
+
+    async def shutdown(self) -> None:
+        if not self._started:
+            return
+        self._started = False
+        if self._pending:
+            await asyncio.gather(*list(self._pending), return_exceptions=True)
+        inst = self._instance
+        if inst is not None and not self._inner:
+            await inst.unregister_producer(self.group)
+            await release_instance(inst)
+
+    async def __aenter__(self) -> Producer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    @property
+    def instance(self) -> MQClientInstance:
+        if self._instance is None or not self._started:
+            raise MQClientError(-1, "The producer service state not OK, maybe started once or not started")
+        return self._instance
+
+    # -- callbacks from the instance -------------------------------------------------------------
+    def publish_topics(self) -> list[str]:
+        return list(self._publish)
+
+    def update_publish_info(self, topic: str, route: TopicRouteData) -> None:
+        if topic in self._publish:
+            self._publish[topic] = topic_route_to_publish_info(topic, route)
+
+    async def _publish_info(self, topic: str) -> TopicPublishInfo:
+        info = self._publish.get(topic)
+        if info is not None and info.ok():
+            return info
+        inst = self.instance
+        found = await inst.update_topic_route(topic)
+        route = inst.routes.get(topic) if found else None
+        if route is not None:
+            info = topic_route_to_publish_info(topic, route)
+        # unknown topic: send through TBW102's brokers, the broker creates it if allowed
+        if (info is None or not info.ok()) and await inst.update_topic_route(
+            topic, use_default=True, default_queue_nums=self.default_topic_queue_nums
+        ):
+            route = inst.routes.get(topic)
+            if route is not None:
+                info = topic_route_to_publish_info(topic, route)
+        if info is None or not info.ok():
+            raise MQClientError(ResponseCode.TOPIC_NOT_EXIST, f"No route info of this topic: {topic}")
+        self._publish[topic] = info
+        return info
+
+    async def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
+        return list((await self._publish_info(topic)).queues)
+
+    # -- validation and encoding -----------------------------------------------------------------
+    def _check_message(self, msg: Message) -> None:
+        if msg is None:
+            raise MQClientError(13, "the message is null")
+        check_topic(msg.topic)
+        if not msg.body:
+            raise MQClientError(13, "the message body length is zero")
+        if len(msg.body) > self.max_message_size:
+            raise MQClientError(13, f"the message body size over max value, MAX: {self.max_message_size}")
+
+    def _encode_single(self, msg: Message) -> tuple[bytes, int, dict[str, str]]:
+        props = msg.wire_properties()
+        if PROPERTY_UNIQ_KEY not in props:
+            uid = UNIQ_IDS.next_id()
+            msg.properties[PROPERTY_UNIQ_KEY] = uid
+            props[PROPERTY_UNIQ_KEY] = uid
+        props.setdefault(PROPERTY_WAIT, "true")
+        body = msg.body
+        sys_flag = 0
+        if len(body) >= self.compress_msg_body_over_howmuch:
+            body = compress_body(body)
+            sys_flag |= SYSFLAG_COMPRESSED | SYSFLAG_ZLIB
+        if props.get(PROPERTY_TRAN_MSG) == "true":
+            sys_flag |= SYSFLAG_TRANSACTION_PREPARED
+        return body, sys_flag, props
+
+    def _header(
+        self, topic: str, queue_id: int, sys_flag: int, flag: int, props: dict[str, str], batch: bool
+    ) -> dict[str, str]:
+        reconsume = "0"
+        ext = {
+            "a": self.group,
+            "b": topic,
+            "c": self.create_topic_key,
+            "d": str(self.default_topic_queue_nums),
+            "e": str(queue_id),
+            "f": str(sys_flag),
+            "g": str(int(time.time() * 1000)),
+            "h": str(flag),
+            "i": "",
+            "j": reconsume,
+            "k": "false",
+            "m": "true" if batch else "false",
+        }
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            rt = props.pop(PROPERTY_RECONSUME_TIME, None)
+            if rt is not None:
+                ext["j"] = rt
+            mrt = props.pop(PROPERTY_MAX_RECONSUME_TIMES, None)
+            if mrt is not None:
+                ext["l"] = mrt
+        ext["i"] = properties_to_string(props)
+        return ext
+
+    def _build_request(self, msgs: Message | list[Message], mq: MessageQueue) -> tuple[RemotingCommand, str]:
+        if isinstance(msgs, list):
+            prop_strings = []
+            ids = []
+            for m in msgs:
+                props = m.wire_properties()
+                if PROPERTY_UNIQ_KEY not in props:
+                    uid = UNIQ_IDS.next_id()
+                    m.properties[PROPERTY_UNIQ_KEY] = uid
+                    props[PROPERTY_UNIQ_KEY] = uid
+                props.setdefault(PROPERTY_WAIT, "true")
+                ids.append(props[PROPERTY_UNIQ_KEY])
+                prop_strings.append(properties_to_string(props))
+            body = encode_batch(msgs, prop_strings)
+            ext = self._header(mq.topic, mq.queue_id, 0, 0, {PROPERTY_WAIT: "true"}, True)
+            return RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, ext, body), ",".join(ids)
+        body, sys_flag, props = self._encode_single(msgs)
+        ext = self._header(mq.topic, mq.queue_id, sys_flag, msgs.flag, props, False)
+        return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body), props[PROPERTY_UNIQ_KEY]
+
+    # -- sending ---------------------------------------------------------------------------------
+    async def _send_to_queue(
+        self, msgs: Message | list[Message], mq: MessageQueue, timeout_s: float, oneway: bool = False
+    ) -> SendResult | None:
+        inst = self.instance
+        addr = await inst.find_broker_addr_or_refresh(mq.broker_name, mq.topic)
+        request, uniq = self._build_request(msgs, mq)
+        if oneway:
+            await inst.remoting.invoke_oneway(addr, request)
+            return None
+        resp = await inst.remoting.invoke(addr, request, timeout_s)
+        status = _STATUS_BY_CODE.get(resp.code)
+        if status is None:
+            raise MQBrokerError(resp.code, resp.remark, addr)
+        ext = resp.ext_fields
+        return SendResult(
+            status=status,
+            msg_id=uniq,
+            offset_msg_id=ext.get("msgId", ""),
+            queue=MessageQueue(mq.topic, mq.broker_name, int(ext.get("queueId", mq.queue_id))),
+            queue_offset=int(ext.get("queueOffset", -1)),
+            transaction_id=ext.get("transactionId"),
+            region_id=ext.get("MSG_REGION", "DefaultRegion"),
+            trace_on=ext.get("TRACE_ON", "true") != "false",
+        )
+
+    def _select_queue(self, info: TopicPublishInfo, last_broker: str | None) -> MessageQueue:
+        if self.send_latency_fault_enable:
+            return self._fault.select(info, last_broker)
+        return info.select_one(last_broker)
+
+    async def _send_default(
+        self,
+        msgs: Message | list[Message],
+        topic: str,
+        times_total: int,
+        timeout_s: float,
+        oneway: bool = False,
+    ) -> SendResult | None:
+        loop = asyncio.get_running_loop()
+        begin = loop.time()
+        info = await self._publish_info(topic)
+        last_broker: str | None = None
+        last_exc: Exception | None = None
+        for _attempt in range(times_total):
+            mq = self._select_queue(info, last_broker)
+            last_broker = mq.broker_name
+            remaining = timeout_s - (loop.time() - begin)
+            if remaining <= 0:
+                break
+            t0 = loop.time()
+            try:
+                result = await self._send_to_queue(msgs, mq, remaining, oneway)
+            except (RemotingError, MQClientError, OSError) as exc:
+                self._update_fault(mq.broker_name, t0, loop, isolation=True)
+                last_exc = exc
+                log.debug("send to %s failed: %s", mq, exc)
+                # the route may have changed (broker gone, restarted elsewhere)
+                info = await self._refresh_publish_info(topic, info)
+                continue
+            except MQBrokerError as exc:
+                self._update_fault(mq.broker_name, t0, loop, isolation=True)
+                last_exc = exc
+                if exc.code in RETRY_RESPONSE_CODES:
+                    continue
+                raise
+            self._update_fault(mq.broker_name, t0, loop, isolation=False)
+            if (
+                result is not None
+                and result.status is not SendStatus.SEND_OK
+                and self.retry_another_broker_when_not_store_ok
+            ):
+                continue
+            return result
+        if last_exc is None:
+            raise MQClientError(-1, f"send timed out after {timeout_s:g} s")
+        if isinstance(last_exc, MQBrokerError):
+            raise last_exc
+        raise MQClientError(-1, f"Send [{times_total}] times, still failed: {last_exc}") from last_exc
+
+    async def _refresh_publish_info(self, topic: str, info: TopicPublishInfo) -> TopicPublishInfo:
+        try:
+            self._publish.pop(topic, None)
+            return await self._publish_info(topic)
+        except Exception:
+            self._publish[topic] = info
+            return info
+
+    def _update_fault(self, broker: str, t0: float, loop: asyncio.AbstractEventLoop, isolation: bool) -> None:
+        if self.send_latency_fault_enable:
+            self._fault.update(broker, int((loop.time() - t0) * 1000), isolation)
+
+    def _split_batch(self, msgs: list[Message]) -> list[list[Message]]:
+        topic = msgs[0].topic
+        out: list[list[Message]] = []
+        cur: list[Message] = []
+        size = 0
+        for m in msgs:
+            if m.topic != topic:
+                raise MQClientError(-1, "The topic of the messages in one batch should be the same")
+            if m.delay_level > 0:
+                raise MQClientError(-1, "TimeDelayLevel is not supported for batching")
+            if m.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                raise MQClientError(-1, "Retry Group is not supported for batching")
+            self._check_message(m)
+            item = batch_item_size(len(m.body), properties_to_string(m.wire_properties())) + len(topic) + 80
+            if cur and size + item > MAX_BATCH_BYTES:
+                out.append(cur)
+                cur, size = [], 0
+            cur.append(m)
+            size += item
+        if cur:
+            out.append(cur)
+        return out
+
+    async def send(
+        self,
+        msg: Message | Sequence[Message],
+        queue: MessageQueue | None = None,
+        selector: Selector | None = None,
+        arg: Any = None,
+        timeout: int | None = None,
+    ) -> SendResult:
+        """Send synchronously. A list is a batch (same topic; split into ≤ 4 MiB requests; the result of the
+        last request is returned, ``msg_id`` joining every message's id)."""
+        timeout_s = (timeout if timeout is not None else self.send_msg_timeout) / 1000.0
+        if isinstance(msg, Sequence) and not isinstance(msg, Message):
+            msgs = list(msg)
+            if not msgs:
+                raise MQClientError(-1, "the batch is empty")
+            results = []
+            for part in self._split_batch(msgs):
+                r = await self._send_one_or_batch(part, part[0].topic, queue, selector, arg, timeout_s)
+                results.append(r)
+            if len(results) == 1:
+                return results[0]
+            first = results[0]
+            return SendResult(
+                first.status,
+                ",".join(r.msg_id for r in results),
+                ",".join(r.offset_msg_id for r in results),
+                first.queue,
+                first.queue_offset,
+            )
+        self._check_message(msg)
+        return await self._send_one_or_batch(msg, msg.topic, queue, selector, arg, timeout_s)
+
+    async def _send_one_or_batch(
+        self,
+        msg: Message | list[Message],
+        topic: str,
+        queue: MessageQueue | None,
+        selector: Selector | None,
+        arg: Any,
+        timeout_s: float,
+        oneway: bool = False,
+        times_total: int | None = None,
+    ) -> Any:
+        if queue is not None:
+            if queue.topic != topic:
+                raise MQClientError(-1, "message's topic not equal mq's topic")
+            return await asyncio.wait_for(self._send_to_queue(msg, queue, timeout_s, oneway), timeout_s + 0.5)
+        if selector is not None:
+            info = await self._publish_info(topic)
+            sample = msg[0] if isinstance(msg, list) else msg
+            mq = selector(list(info.queues), sample, arg)
+            if mq is None:
+                raise MQClientError(-1, "select message queue return null.")
+            return await self._send_to_queue(msg, mq, timeout_s, oneway)
+        total = times_total if times_total is not None else 1 + self.retry_times_when_send_failed
+        return await self._send_default(msg, topic, total, timeout_s, oneway)
+
+    def send_async(
+        self,
+        msg: Message | Sequence[Message],
+        queue: MessageQueue | None = None,
+        selector: Selector | None = None,
+        arg: Any = None,
+        timeout: int | None = None,
+        callback: Callable[[SendResult | None, BaseException | None], Any] | None = None,
+    ) -> asyncio.Task[SendResult]:
+        """Start a send in the background; returns the task (an awaitable future of SendResult)."""
+        timeout_s = (timeout if timeout is not None else self.send_msg_timeout) / 1000.0
+
+        async def run() -> SendResult:
+            if isinstance(msg, Sequence) and not isinstance(msg, Message):
+                return await self.send(msg, queue, selector, arg, timeout)
+            self._check_message(msg)
+            return await self._send_one_or_batch(
+                msg,
+                msg.topic,
+                queue,
+                selector,
+                arg,
+                timeout_s,
+                times_total=1 + self.retry_times_when_send_async_failed,
+            )
+
+        task = asyncio.get_running_loop().create_task(run())
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+        if callback is not None:
+
+            def done(t: asyncio.Task[SendResult]) -> None:
+                if t.cancelled():
+                    callback(None, asyncio.CancelledError())
+                elif t.exception() is not None:
+                    callback(None, t.exception())
+                else:
+                    callback(t.result(), None)
+
+            task.add_done_callback(done)
+        return task
+
+    async def send_oneway(
+        self,
+        msg: Message,
+        queue: MessageQueue | None = None,
+        selector: Selector | None = None,
+        arg: Any = None,
+    ) -> None:
+        """Fire and forget: no response, no retry."""
+        self._check_message(msg)
+        await self._send_one_or_batch(
+            msg, msg.topic, queue, selector, arg, self.send_msg_timeout / 1000.0, oneway=True, times_total=1
+        )

@@ -1,0 +1,58 @@
+"""SubscriptionData: a parsed tag expression ("*", "TagA || TagB") with Java hash codes of the tags."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+SUB_ALL = "*"
+EXPRESSION_TAG = "TAG"
+
+
+def java_string_hash(s: str) -> int:
+    """Java String.hashCode over UTF-16 code units, as a signed int32."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+@dataclass(slots=True)
+class SubscriptionData:
+    topic: str
+    sub_string: str = SUB_ALL
+    tags_set: list[str] = field(default_factory=list)
+    code_set: list[int] = field(default_factory=list)
+    sub_version: int = field(default_factory=lambda: time.time_ns() // 1000)
+    expression_type: str = EXPRESSION_TAG
+
+    @classmethod
+    def build(cls, topic: str, expression: str | None) -> SubscriptionData:
+        expr = (expression or "").strip()
+        if not expr or expr == SUB_ALL:
+            return cls(topic, SUB_ALL)
+        tags = []
+        for t in expr.split("||"):
+            t = t.strip()
+            if t and t not in tags:
+                tags.append(t)
+        if not tags:
+            raise ValueError(f"subscription expression {expression!r} has no tags")
+        return cls(topic, expr, tags, [java_string_hash(t) for t in tags])
+
+    @property
+    def matches_all(self) -> bool:
+        return not self.tags_set
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "classFilterMode": False,
+            "codeSet": self.code_set,
+            "expressionType": self.expression_type,
+            "subString": self.sub_string,
+            "subVersion": self.sub_version,
+            "tagsSet": self.tags_set,
+            "topic": self.topic,
+        }
