@@ -1,0 +1,226 @@
+"""CommitLog: every message of the broker, appended as 17-field records to one MappedFileQueue.
+
+Appends hold ``lock``; the per-message work under it is: pick the segment (rolling with a blank record when
+the record does not fit), one header pack_into, one body copy, tail writes, one dict update for the queue
+offset, and the inline ConsumeQueue unit. CRC and the property string are computed before taking the lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from rocketq.protocol import sysflag as sf
+from rocketq.protocol.record import (
+    _OFFSET_MSG_ID as _MSGID,
+)
+from rocketq.protocol.record import (
+    BLANK,
+    BLANK_MAGIC_CODE,
+    END_FILE_MIN_BLANK_LENGTH,
+    FIXED_SIZE,
+    encode_record_into,
+    ip4_bytes,
+)
+
+from .config import StoreConfig
+from .mapped_file import MappedFile
+from .mapped_file_queue import AllocateMappedFileService, MappedFileQueue
+from .types import MessageToStore, PutMessageStatus
+
+log = logging.getLogger(__name__)
+
+# (phys_offset, size, tags_code, queue_offset, topic, queue_id, store_timestamp) -> None, under the lock
+CQDispatch = Callable[[int, int, int, int, str, int, int], None]
+
+_NON_CONSUMABLE = (sf.TRANSACTION_PREPARED_TYPE, sf.TRANSACTION_ROLLBACK_TYPE)
+
+
+class CommitLog:
+    def __init__(
+        self, config: StoreConfig, store_host: tuple[str, int], allocator: AllocateMappedFileService | None
+    ) -> None:
+        self.config = config
+        self.file_size = config.mapped_file_size_commitlog
+        self.mfq = MappedFileQueue(config.commitlog_dir, self.file_size, allocator)
+        self.topic_queue_table: dict[tuple[str, int], int] = {}  # next queue offset per topic-queue
+        self.lock = threading.Lock()
+        self.store_host = store_host
+        self.store_ip4 = ip4_bytes(store_host[0])
+        self.store_port = store_host[1]
+        self.msg_id_prefix = _MSGID.pack(self.store_ip4, self.store_port, 0).hex().upper()[:16]
+        self.max_message_size = config.max_message_size
+        self.append_ts = 0  # store timestamp of the newest appended record
+        self.confirm_offset = -1
+        self._tail: MappedFile | None = None
+
+    # --- offsets ---
+    @property
+    def max_offset(self) -> int:
+        return self.mfq.get_max_offset()
+
+    @property
+    def min_offset(self) -> int:
+        first = self.mfq.first()
+        return first.file_from_offset if first is not None else 0
+
+    def msg_id(self, phys_offset: int) -> str:
+        return self.msg_id_prefix + format(phys_offset, "016X")
+
+    def roll_next_file(self, offset: int) -> int:
+        return offset + self.file_size - offset % self.file_size
+
+    # --- append (caller passes precomputed pieces; see MessageStore.put_message) ---
+    def _segment_for(self, size: int) -> MappedFile:
+        """Segment with room for size bytes + a blank record; ends the current one if needed. Under lock."""
+        mf = self._tail
+        if mf is None or mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            if mf is None:
+                mf = self.mfq.get_last_mapped_file(0)
+            if mf is not None and mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+                pos = mf.wrote_position
+                if pos < self.file_size:
+                    BLANK.pack_into(mf.mm, pos, self.file_size - pos, BLANK_MAGIC_CODE)
+                    mf.wrote_position = self.file_size
+                mf = self.mfq.get_last_mapped_file(0)
+            if mf is None:
+                raise OSError("no commitlog segment")
+            self._tail = mf
+        return mf
+
+    def append_one(
+        self,
+        msg: MessageToStore,
+        tb: bytes,
+        pb: bytes,
+        crc: int,
+        tags_code: int | None,
+        cq_dispatch: CQDispatch,
+        schedule_tags: Callable[[int], int] | None,
+    ) -> tuple[int, int, int, int] | PutMessageStatus:
+        """Append one record; returns (phys_offset, size, queue_offset, store_timestamp) or a status."""
+        body = msg.body
+        size = FIXED_SIZE + len(body) + len(tb) + len(pb)
+        if size > self.max_message_size or size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        sys_flag = msg.sys_flag
+        topic = msg.topic
+        qid = msg.queue_id
+        born_ip4 = ip4_bytes(msg.born_host[0])
+        consumable = (sys_flag & sf.TRANSACTION_TYPE_MASK) not in _NON_CONSUMABLE
+        with self.lock:
+            try:
+                mf = self._segment_for(size)
+            except OSError as e:
+                log.error("commitlog: cannot create segment: %s", e)
+                return PutMessageStatus.CREATE_MAPEDFILE_FAILED
+            store_ts = time.time_ns() // 1_000_000
+            key = (topic, qid)
+            qoff = self.topic_queue_table.get(key, 0) if consumable else 0
+            pos = mf.wrote_position
+            phys = mf.file_from_offset + pos
+            encode_record_into(
+                mf.mm, pos, body, tb, pb, qid, msg.flag, qoff, phys, sys_flag, msg.born_timestamp, born_ip4,
+                msg.born_host[1], store_ts, self.store_ip4, self.store_port, msg.reconsume_times,
+                msg.prepared_transaction_offset, crc,
+            )  # fmt: skip
+            mf.wrote_position = pos + size
+            mf.store_timestamp = store_ts
+            self.append_ts = store_ts
+            if consumable:
+                self.topic_queue_table[key] = qoff + 1
+                if tags_code is None:
+                    tags_code = schedule_tags(store_ts) if schedule_tags is not None else 0
+                cq_dispatch(phys, size, tags_code, qoff, topic, qid, store_ts)
+        return phys, size, qoff, store_ts
+
+    def append_batch(
+        self,
+        topic: str,
+        queue_id: int,
+        tb: bytes,
+        items: list[tuple[MessageToStore, bytes, int, int]],
+        cq_dispatch: CQDispatch,
+    ) -> tuple[int, int, int, int, list[int]] | PutMessageStatus:
+        """Append records for one queue with consecutive offsets, contiguously in one segment.
+        items: (msg, props_bytes, crc, tags_code). Returns (first_phys, total_size, first_qoff, store_ts,
+        phys offsets)."""
+        sizes = [FIXED_SIZE + len(m.body) + len(tb) + len(pb) for m, pb, _, _ in items]
+        total = sum(sizes)
+        if max(sizes) > self.max_message_size or total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        store_ip4, store_port = self.store_ip4, self.store_port
+        phys_list: list[int] = []
+        with self.lock:
+            try:
+                mf = self._segment_for(total)
+            except OSError as e:
+                log.error("commitlog: cannot create segment: %s", e)
+                return PutMessageStatus.CREATE_MAPEDFILE_FAILED
+            store_ts = time.time_ns() // 1_000_000
+            key = (topic, queue_id)
+            first_qoff = qoff = self.topic_queue_table.get(key, 0)
+            pos = mf.wrote_position
+            first_phys = mf.file_from_offset + pos
+            mm = mf.mm
+            for (m, pb, crc, _), size in zip(items, sizes, strict=True):
+                phys = mf.file_from_offset + pos
+                encode_record_into(
+                    mm, pos, m.body, tb, pb, queue_id, m.flag, qoff, phys, m.sys_flag, m.born_timestamp,
+                    ip4_bytes(m.born_host[0]), m.born_host[1], store_ts, store_ip4, store_port,
+                    m.reconsume_times, m.prepared_transaction_offset, crc,
+                )  # fmt: skip
+                phys_list.append(phys)
+                pos += size
+                qoff += 1
+            mf.wrote_position = pos
+            mf.store_timestamp = store_ts
+            self.append_ts = store_ts
+            self.topic_queue_table[key] = qoff
+            for (_, _, _, tags_code), size, phys, q in zip(
+                items, sizes, phys_list, range(first_qoff, qoff), strict=True
+            ):
+                cq_dispatch(phys, size, tags_code, q, topic, queue_id, store_ts)
+        return first_phys, total, first_qoff, store_ts, phys_list
+
+    # --- read ---
+    def get_data(self, phys_offset: int, size: int) -> memoryview | None:
+        mf = self.mfq.find_mapped_file_by_offset(phys_offset)
+        if mf is None:
+            return None
+        return mf.slice(phys_offset - mf.file_from_offset, size)
+
+    def get_record(self, phys_offset: int) -> memoryview | None:
+        """One whole record by its offset (size read from the record), or None."""
+        mf = self.mfq.find_mapped_file_by_offset(phys_offset)
+        if mf is None:
+            return None
+        pos = phys_offset - mf.file_from_offset
+        if pos + 8 > mf.wrote_position:
+            return None
+        size, magic = BLANK.unpack_from(mf.view, pos)
+        if magic == BLANK_MAGIC_CODE or size < FIXED_SIZE:
+            return None
+        return mf.slice(pos, size)
+
+    def pick_store_timestamp(self, phys_offset: int, size: int) -> int:
+        """STORETIMESTAMP of the record at phys_offset, -1 if it is gone."""
+        mf = self.mfq.find_mapped_file_by_offset(phys_offset)
+        if mf is None:
+            return -1
+        pos = phys_offset - mf.file_from_offset
+        if pos + FIXED_SIZE > mf.wrote_position:
+            return -1
+        sys_flag = int.from_bytes(mf.view[pos + 36 : pos + 40], "big", signed=True)
+        at = pos + (56 if not sys_flag & sf.BORNHOST_V6_FLAG else 68)
+        return int.from_bytes(mf.view[at : at + 8], "big", signed=True)
+
+    # --- lifecycle ---
+    def reset_tail(self) -> None:
+        self._tail = None
+
+    def shutdown(self) -> None:
+        self.mfq.flush_until(self.mfq.get_max_offset())
+        self.mfq.shutdown()

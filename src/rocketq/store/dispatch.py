@@ -1,0 +1,303 @@
+"""From CommitLog records to ConsumeQueue units and IndexFile entries.
+
+Two paths feed the same structures:
+  * inline: MessageStore.put_* writes the CQ unit right after the append, under the put lock, so a message
+    is pullable as soon as put returns; the arrival listener then runs on the putting thread.
+  * from the CommitLog alone: read_dispatch_request() decodes what a record needs (recovery re-dispatch, and
+    IndexDispatchService, the background thread that feeds the IndexFile service the way RocketMQ's
+    ReputMessageService does; index building is kept off the append path).
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import threading
+import zlib
+from collections.abc import Callable
+from typing import Protocol
+
+from rocketq.protocol import sysflag as sf
+from rocketq.protocol.properties import (
+    PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_KEYS,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+    SCHEDULE_TOPIC,
+    decode_properties,
+)
+from rocketq.protocol.record import (
+    BLANK_MAGIC_CODE,
+    FIXED_SIZE,
+    MAGIC_CODE_V1,
+    MAGIC_CODE_V2,
+)
+
+log = logging.getLogger(__name__)
+
+# Fields needed by dispatch, read in one go (IPv4 born host; the V6 variants go through the slow path).
+_HEAD = struct.Struct(">iiiiiqqiq")  # size magic crc qid flag qoff phys sysflag born_ts
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+
+_tag_cache: dict[str, int] = {}
+
+
+def tag_hash_code(tags: str | None) -> int:
+    """Java String.hashCode of the TAGS property (0 without tags); cached since tags repeat."""
+    if not tags:
+        return 0
+    h = _tag_cache.get(tags)
+    if h is None:
+        v = 0
+        data = tags.encode("utf-16-be")
+        for i in range(0, len(data), 2):
+            v = (31 * v + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+        h = v - 0x100000000 if v & 0x80000000 else v
+        if len(_tag_cache) > 65536:
+            _tag_cache.clear()
+        _tag_cache[tags] = h
+    return h
+
+
+def compute_tags_code(topic: str, props: dict[str, str], store_timestamp: int, delay_table: list[int]) -> int:
+    """CQ tag code: tag hash, or for SCHEDULE_TOPIC_XXXX the delivery time (store time + level delay)."""
+    if topic == SCHEDULE_TOPIC:
+        level = props.get(PROPERTY_DELAY_TIME_LEVEL)
+        if level and level.lstrip("-").isdigit() and delay_table:
+            n = min(int(level), len(delay_table))
+            if n > 0:
+                return store_timestamp + delay_table[n - 1]
+    return tag_hash_code(props.get(PROPERTY_TAGS))
+
+
+class DispatchRequest:
+    __slots__ = (
+        "commit_log_offset",
+        "consume_queue_offset",
+        "keys",
+        "msg_size",
+        "prepared_transaction_offset",
+        "properties",
+        "queue_id",
+        "store_timestamp",
+        "sys_flag",
+        "tags_code",
+        "topic",
+        "uniq_key",
+    )
+
+    def __repr__(self) -> str:
+        return (
+            f"DispatchRequest({self.topic!r}, q={self.queue_id}, qoff={self.consume_queue_offset}, "
+            f"phys={self.commit_log_offset}, size={self.msg_size})"
+        )
+
+
+# Outcomes of reading at a position (besides a DispatchRequest)
+END_OF_FILE = 0  # blank magic: continue at the next file
+INVALID = -1  # torn / corrupt: the log ends here
+
+
+def read_dispatch_request(
+    view: memoryview,
+    pos: int,
+    phys_offset: int,
+    check_crc: bool,
+    delay_table: list[int],
+    limit: int | None = None,
+) -> DispatchRequest | int:
+    """Validate the record at view[pos:] (which sits at CommitLog offset phys_offset) and describe it.
+
+    Returns END_OF_FILE for a blank record, INVALID for anything not a complete, self-consistent record:
+    bad magic, size out of bounds, PHYSICALOFFSET != its position (stale bytes from before a truncation),
+    inconsistent lengths, or (check_crc) a body CRC mismatch.
+    """
+    end = len(view) if limit is None else limit
+    if end - pos < 8:
+        return INVALID
+    size, magic = struct.unpack_from(">ii", view, pos)
+    if magic == BLANK_MAGIC_CODE:
+        return END_OF_FILE if size == end - pos or size >= 8 else INVALID
+    if magic != MAGIC_CODE_V1 and magic != MAGIC_CODE_V2:
+        return INVALID
+    if size < FIXED_SIZE or size > end - pos:
+        return INVALID
+    _, _, crc, qid, _flag, qoff, phys, sys_flag, _born = _HEAD.unpack_from(view, pos)
+    if phys != phys_offset:
+        return INVALID
+    p = pos + 48 + (20 if sys_flag & sf.BORNHOST_V6_FLAG else 8)
+    store_ts = _I64.unpack_from(view, p)[0]
+    p += 8 + (20 if sys_flag & sf.STOREHOST_ADDRESS_V6_FLAG else 8)
+    _reconsume, prep, blen = struct.unpack_from(">iqi", view, p)
+    p += 16
+    rec_end = pos + size
+    if blen < 0 or p + blen + 3 > rec_end:
+        return INVALID
+    body_at = p
+    p += blen
+    if magic == MAGIC_CODE_V1:
+        tlen = view[p]
+        p += 1
+    else:
+        tlen = _I16.unpack_from(view, p)[0]
+        p += 2
+    if tlen <= 0 or p + tlen + 2 > rec_end:
+        return INVALID
+    try:
+        topic = str(view[p : p + tlen], "utf-8")
+    except UnicodeDecodeError:
+        return INVALID
+    p += tlen
+    plen = _I16.unpack_from(view, p)[0]
+    p += 2
+    if plen < 0 or p + plen != rec_end:
+        return INVALID
+    if check_crc and (zlib.crc32(view[body_at : body_at + blen]) & 0x7FFFFFFF) != crc:
+        return INVALID
+    props = decode_properties(view[p : p + plen]) if plen else {}
+    r = DispatchRequest()
+    r.topic = topic
+    r.queue_id = qid
+    r.commit_log_offset = phys
+    r.msg_size = size
+    r.store_timestamp = store_ts
+    r.consume_queue_offset = qoff
+    r.sys_flag = sys_flag
+    r.prepared_transaction_offset = prep
+    r.properties = props
+    r.keys = props.get(PROPERTY_KEYS)
+    r.uniq_key = props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+    r.tags_code = compute_tags_code(topic, props, store_ts, delay_table)
+    return r
+
+
+def goes_to_consume_queue(sys_flag: int) -> bool:
+    """Prepared and rollback transaction records are not consumable (RocketMQ: no CQ unit, queue offset 0)."""
+    t = sys_flag & sf.TRANSACTION_TYPE_MASK
+    return t == sf.TRANSACTION_NOT_TYPE or t == sf.TRANSACTION_COMMIT_TYPE
+
+
+class IndexHook(Protocol):
+    """What the store needs from the IndexFile service (rocketq.store.index_file.IndexService)."""
+
+    def build_index(
+        self, topic: str, keys: str | None, uniq_key: str | None, phy_offset: int, store_timestamp: int
+    ) -> None: ...
+
+    @property
+    def end_phy_offset(self) -> int: ...
+
+
+class IndexDispatchService:
+    """Background thread that follows the CommitLog and feeds every record to the index hook.
+
+    It reads records straight from the mapped files (from a position recovery gives it) so the index can
+    always be rebuilt from the CommitLog alone; records are only read below the CommitLog's wrote position,
+    which the appender advances after a record is completely written.
+    """
+
+    def __init__(
+        self,
+        commit_log,
+        index: IndexHook,
+        start_offset: int,
+        delay_table: list[int],
+        on_error: Callable[[Exception], None] | None = None,
+    ) -> None:
+        self.commit_log = commit_log
+        self.index = index
+        self.next_offset = start_offset
+        self.delay_table = delay_table
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self.idle = False
+        self._thread = threading.Thread(target=self._run, name="IndexDispatchService", daemon=True)
+        self._on_error = on_error
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def wakeup(self) -> None:
+        self._wake.set()
+
+    def behind(self) -> int:
+        return self.commit_log.max_offset - self.next_offset
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                progressed = self.do_dispatch(10_000)
+            except Exception as e:  # keep the thread alive; the index is derived data
+                log.exception("index dispatch failed at %d", self.next_offset)
+                if self._on_error:
+                    self._on_error(e)
+                progressed = False
+            if not progressed:
+                self.idle = True
+                self._wake.wait(0.01)
+                self._wake.clear()
+                self.idle = False
+
+    def do_dispatch(self, max_records: int = 1 << 62) -> bool:
+        """Index records from next_offset up to the CommitLog end; True if anything was consumed."""
+        cl = self.commit_log
+        mfq = cl.mfq
+        progressed = False
+        n = 0
+        while n < max_records:
+            end = cl.max_offset
+            off = self.next_offset
+            if off >= end:
+                break
+            if off < mfq.get_min_offset():
+                off = self.next_offset = mfq.get_min_offset()
+            mf = mfq.find_mapped_file_by_offset(off)
+            if mf is None:
+                break
+            pos = off - mf.file_from_offset
+            wrote = mf.wrote_position
+            if pos >= wrote:
+                if wrote >= mf.file_size:
+                    self.next_offset = mf.file_end_offset
+                    progressed = True
+                    continue
+                break
+            view = mf.view
+            size, magic = struct.unpack_from(">ii", view, pos)
+            if magic == BLANK_MAGIC_CODE:
+                self.next_offset = mf.file_end_offset
+                progressed = True
+                continue
+            if size <= 0 or pos + size > wrote:
+                break
+            # Cheap pre-check: most records carry neither KEYS nor UNIQ_KEY; skip without decoding.
+            rec_end = mf.file_from_offset + pos + size
+            has_keys = (
+                mf.mm.find(b"KEYS\x01", pos, pos + size) >= 0
+                or mf.mm.find(b"UNIQ_KEY\x01", pos, pos + size) >= 0
+            )
+            if has_keys:
+                req = read_dispatch_request(view, pos, off, False, self.delay_table, wrote)
+                if isinstance(req, int):
+                    log.error("index dispatch: unreadable record at %d, skipping to the end", off)
+                    self.next_offset = end
+                    break
+                if (req.sys_flag & sf.TRANSACTION_TYPE_MASK) != sf.TRANSACTION_ROLLBACK_TYPE:
+                    self.index.build_index(req.topic, req.keys, req.uniq_key, off, req.store_timestamp)
+            self.next_offset = rec_end
+            progressed = True
+            n += 1
+        return progressed
+
+    def shutdown(self, drain: bool = True) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join(5)
+        if drain:
+            try:
+                self.do_dispatch()
+            except Exception:
+                log.exception("index dispatch drain failed")

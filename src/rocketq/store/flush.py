@@ -1,0 +1,226 @@
+"""Flushing: CommitLog (async interval flush, or SYNC_FLUSH group commit) and ConsumeQueues + checkpoint.
+
+Flushing never takes the put lock: fdatasync runs on a snapshot of the wrote position while appends go on
+(the GIL is released during the syscall).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+
+from . import mapped_file
+from .checkpoint import StoreCheckpoint
+from .commit_log import CommitLog
+
+log = logging.getLogger(__name__)
+
+
+class _ServiceThread:
+    def __init__(self, name: str) -> None:
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def wakeup(self) -> None:
+        self._wake.set()
+
+    def _wait(self, seconds: float) -> None:
+        self._wake.wait(seconds)
+        self._wake.clear()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.run_once()
+            except Exception:
+                log.exception("%s failed", self._thread.name)
+                time.sleep(0.1)
+        try:
+            self.on_stop()
+        except Exception:
+            log.exception("%s final flush failed", self._thread.name)
+
+    def run_once(self) -> None:
+        raise NotImplementedError
+
+    def on_stop(self) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join(10)
+
+
+class FlushRealTimeService(_ServiceThread):
+    """ASYNC_FLUSH: every flushIntervalCommitLog ms flush if >= flushCommitLogLeastPages pages are dirty;
+    every flushCommitLogThoroughInterval ms flush whatever is dirty."""
+
+    def __init__(self, commit_log: CommitLog, checkpoint: StoreCheckpoint, interval_ms: int, least_pages: int,
+                 thorough_ms: int) -> None:  # fmt: skip
+        super().__init__("FlushRealTimeService")
+        self.cl = commit_log
+        self.checkpoint = checkpoint
+        self.interval = interval_ms / 1000
+        self.least_pages = least_pages
+        self.thorough = thorough_ms / 1000
+        self._last_thorough = time.monotonic()
+        self.flush_count = 0
+
+    def flush_once(self, least_pages: int) -> None:
+        ts = self.cl.append_ts  # read before the offset: every record stamped <= ts is below `end`
+        end = self.cl.max_offset
+        mfq = self.cl.mfq
+        before = mfq.flushed_where
+        if least_pages == 0:
+            mfq.flush_until(end)
+        else:
+            mfq.flush(least_pages)
+        if mfq.flushed_where != before:
+            self.flush_count += 1
+        if mfq.flushed_where >= end and ts:
+            self.checkpoint.physic_msg_timestamp = ts
+
+    def run_once(self) -> None:
+        self._wait(self.interval)
+        now = time.monotonic()
+        least = self.least_pages
+        if now - self._last_thorough >= self.thorough:
+            self._last_thorough = now
+            least = 0
+        self.flush_once(least)
+
+    def on_stop(self) -> None:
+        self.flush_once(0)
+
+
+class GroupCommitService(_ServiceThread):
+    """SYNC_FLUSH: each append enqueues (end offset, future); one fdatasync covers every request queued
+    before it started and completes all of them. Requests not covered within syncFlushTimeout get False."""
+
+    def __init__(self, commit_log: CommitLog, checkpoint: StoreCheckpoint, timeout_ms: int) -> None:
+        super().__init__("GroupCommitService")
+        self.cl = commit_log
+        self.checkpoint = checkpoint
+        self.timeout = timeout_ms / 1000
+        self._requests: deque[tuple[int, float, Future[bool]]] = deque()
+        self.sync_count = 0  # number of fdatasync rounds (tests count them)
+        self.acked = 0
+
+    def request(self, end_offset: int) -> Future[bool]:
+        fut: Future[bool] = Future()
+        self._requests.append((end_offset, time.monotonic() + self.timeout, fut))
+        self._wake.set()
+        return fut
+
+    def run_once(self) -> None:
+        if not self._requests:
+            self._wait(0.01)
+        self.do_commit()
+
+    def do_commit(self) -> None:
+        reqs = self._requests
+        if not reqs:
+            return
+        ts = self.cl.append_ts
+        target = self.cl.max_offset  # covers every request already queued (their records precede it)
+        mfq = self.cl.mfq
+        if mfq.flushed_where < target:
+            mfq.flush_until(target)
+            self.sync_count += 1
+            if mfq.flushed_where >= target and ts:
+                self.checkpoint.physic_msg_timestamp = ts
+        flushed = mfq.flushed_where
+        now = time.monotonic()
+        while reqs:
+            end, deadline, fut = reqs[0]
+            if end <= flushed:
+                reqs.popleft()
+                self.acked += 1
+                if not fut.done():
+                    fut.set_result(True)
+            elif now > deadline:
+                reqs.popleft()
+                if not fut.done():
+                    fut.set_result(False)
+            else:
+                break
+
+    def on_stop(self) -> None:
+        self.do_commit()
+        while self._requests:  # nothing can flush them any more
+            _, _, fut = self._requests.popleft()
+            if not fut.done():
+                fut.set_result(False)
+
+
+class FlushConsumeQueueService(_ServiceThread):
+    """Every flushIntervalConsumeQueue ms: flush ConsumeQueues (least pages, thorough every 60 s), the index
+    now and then, and the checkpoint. Also samples put statistics and retries deferred unmaps."""
+
+    def __init__(
+        self,
+        queues: Callable[[], list],
+        commit_log: CommitLog,
+        checkpoint: StoreCheckpoint,
+        interval_ms: int,
+        least_pages: int,
+        thorough_ms: int,
+        index_flush: Callable[[], int] | None = None,
+        tick: Callable[[], None] | None = None,
+    ) -> None:
+        super().__init__("FlushConsumeQueueService")
+        self.queues = queues
+        self.cl = commit_log
+        self.checkpoint = checkpoint
+        self.interval = interval_ms / 1000
+        self.least_pages = least_pages
+        self.thorough = thorough_ms / 1000
+        self.index_flush = index_flush
+        self.tick = tick
+        self._last_thorough = time.monotonic()
+        self._last_index = time.monotonic()
+
+    def flush_once(self, thorough: bool) -> None:
+        ts = self.cl.append_ts  # CQ units are written inline with the append: same watermark
+        least = 0 if thorough else self.least_pages
+        all_flushed = True
+        for cq in self.queues():
+            if thorough:
+                cq.flush_all()
+            else:
+                cq.flush(least)
+                if cq.mfq.flushed_where < cq.mfq.get_max_offset():
+                    all_flushed = False
+        if (thorough or all_flushed) and ts:
+            self.checkpoint.logics_msg_timestamp = ts
+        now = time.monotonic()
+        if self.index_flush is not None and (thorough or now - self._last_index >= 10):
+            self._last_index = now
+            its = self.index_flush()
+            if its:
+                self.checkpoint.index_msg_timestamp = its
+        self.checkpoint.flush()
+
+    def run_once(self) -> None:
+        self._wait(self.interval)
+        now = time.monotonic()
+        thorough = now - self._last_thorough >= self.thorough
+        if thorough:
+            self._last_thorough = now
+        self.flush_once(thorough)
+        if self.tick is not None:
+            self.tick()
+        mapped_file.retry_pending_closes()
+
+    def on_stop(self) -> None:
+        pass  # MessageStore.shutdown does the final flush in order (CommitLog, queues, index, checkpoint)

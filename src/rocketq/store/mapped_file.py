@@ -1,0 +1,202 @@
+"""MappedFile: one fixed-size mmap segment of a CommitLog or ConsumeQueue, named by its 20-digit start offset.
+
+Positions (bytes from the file start):
+  wrote_position   end of the data appended so far (only the appending thread moves it)
+  flushed_position end of the data known durable (only the flushing thread moves it)
+Readers get memoryview slices of the map. Such views pin the map: mmap.close() refuses while views exist, so
+destroy() unlinks the file at once and defers the unmap until the last view is gone (retry_pending_closes()).
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+import threading
+
+from . import faultfs
+
+log = logging.getLogger(__name__)
+
+OS_PAGE_SIZE = 4096
+
+_pending_close: list[MappedFile] = []
+_pending_lock = threading.Lock()
+
+
+def file_name_of(offset: int) -> str:
+    return f"{offset:020d}"
+
+
+def retry_pending_closes() -> int:
+    """Unmap destroyed files whose views have been released; returns how many are still pinned."""
+    with _pending_lock:
+        still = [mf for mf in _pending_close if not mf._try_close()]
+        _pending_close[:] = still
+        return len(still)
+
+
+class MappedFile:
+    __slots__ = (
+        "_closed",
+        "_fd",
+        "file_from_offset",
+        "file_name",
+        "file_size",
+        "first_create_in_queue",
+        "flushed_position",
+        "mm",
+        "path",
+        "store_timestamp",
+        "view",
+        "wrote_position",
+    )
+
+    def __init__(self, path: str, file_size: int, preallocate: bool = False) -> None:
+        self.path = path
+        self.file_name = os.path.basename(path)
+        self.file_from_offset = int(self.file_name)
+        self.file_size = file_size
+        self.first_create_in_queue = False
+        self.store_timestamp = 0  # store timestamp of the last record appended (CommitLog only)
+        created = not os.path.exists(path)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            st = os.fstat(fd)
+            if st.st_size < file_size:
+                if preallocate:
+                    # real blocks now: a full disk fails here (CREATE_MAPEDFILE_FAILED), never as SIGBUS later
+                    os.posix_fallocate(fd, 0, file_size)
+                else:
+                    os.ftruncate(fd, file_size)
+            elif st.st_size > file_size:
+                raise OSError(f"{path}: size {st.st_size} != {file_size}")
+            self.mm = mmap.mmap(fd, file_size)
+        except BaseException:
+            os.close(fd)
+            if created:
+                try:
+                    os.remove(path)
+                except OSError:
+                    pass
+            raise
+        self._fd = fd
+        self._closed = False
+        self.view = memoryview(self.mm)
+        self.wrote_position = 0
+        self.flushed_position = 0
+        if created and faultfs.ACTIVE is not None:
+            faultfs.ACTIVE.on_create(path, file_size)
+
+    # --- positions ---
+    @property
+    def file_end_offset(self) -> int:
+        return self.file_from_offset + self.file_size
+
+    def is_full(self) -> bool:
+        return self.wrote_position >= self.file_size
+
+    def set_positions(self, pos: int) -> None:
+        self.wrote_position = pos
+        self.flushed_position = pos
+
+    # --- read ---
+    def slice(self, pos: int, size: int) -> memoryview | None:
+        """View of [pos, pos+size) if it lies within the written data."""
+        if pos < 0 or size < 0 or pos + size > self.wrote_position or self._closed:
+            return None
+        return self.view[pos : pos + size]
+
+    def slice_from(self, pos: int) -> memoryview | None:
+        """View of everything written from pos on."""
+        wrote = self.wrote_position
+        if pos < 0 or pos > wrote or self._closed:
+            return None
+        return self.view[pos:wrote]
+
+    # --- flush ---
+    def dirty_pages(self) -> int:
+        return self.wrote_position // OS_PAGE_SIZE - self.flushed_position // OS_PAGE_SIZE
+
+    def flush(self, least_pages: int = 0) -> int:
+        """Make [flushed, wrote) durable if at least least_pages pages are dirty (always when the file is
+        full). fdatasync releases the GIL, so appends continue meanwhile. Returns the flushed position."""
+        wrote = self.wrote_position
+        flushed = self.flushed_position
+        if wrote <= flushed:
+            return flushed
+        if (
+            least_pages > 0
+            and wrote < self.file_size
+            and (wrote // OS_PAGE_SIZE - flushed // OS_PAGE_SIZE) < least_pages
+        ):
+            return flushed
+        if self._closed:
+            return flushed
+        # Linux: mmap writes live in the page cache; fdatasync writes them back like msync(MS_SYNC).
+        os.fdatasync(self._fd)
+        if faultfs.ACTIVE is not None:
+            faultfs.ACTIVE.on_flush(self.path, flushed, wrote)
+        self.flushed_position = wrote
+        return wrote
+
+    # --- lifecycle ---
+    def _try_close(self) -> bool:
+        try:
+            self.view.release()
+            self.mm.close()
+        except BufferError:
+            return False
+        return True
+
+    def close(self) -> None:
+        """Unmap now, or as soon as the last exported view is released."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            os.close(self._fd)
+        except OSError:
+            pass
+        if not self._try_close():
+            with _pending_lock:
+                _pending_close.append(self)
+
+    def destroy(self) -> None:
+        self.close()
+        try:
+            os.remove(self.path)
+        except FileNotFoundError:
+            pass
+        if faultfs.ACTIVE is not None:
+            faultfs.ACTIVE.on_delete(self.path)
+
+    def zero_range(self, start: int, end: int) -> None:
+        """Overwrite [start, end) with zeros (garbage past a truncation point)."""
+        chunk = 1 << 20
+        zeros = bytes(chunk)
+        pos = start
+        while pos < end:
+            n = min(chunk, end - pos)
+            self.mm[pos : pos + n] = zeros[:n] if n < chunk else zeros
+            pos += n
+
+    def last_nonzero_end(self, start: int = 0) -> int:
+        """End of the last non-zero byte at or after start (start if the rest is all zero)."""
+        chunk = 1 << 20
+        zeros = bytes(chunk)
+        end = self.file_size
+        while end > start:
+            lo = max(start, end - chunk)
+            piece = self.mm[lo:end]
+            if piece != zeros[: end - lo]:
+                return lo + len(piece.rstrip(b"\0"))
+            end = lo
+        return start
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __repr__(self) -> str:
+        return f"MappedFile({self.path}, wrote={self.wrote_position}, flushed={self.flushed_position})"

@@ -1,0 +1,598 @@
+"""MessageStore: the facade the broker drives (docs/internal/store-api.md). Synchronous, thread-safe for puts
+(one put lock) and reads (lock-free: readers see positions that only move after data is written).
+
+Threads: AllocateMappedFile (next CommitLog segment), FlushRealTimeService or GroupCommitService (CommitLog),
+FlushConsumeQueueService (CQs, index, checkpoint, stats), IndexDispatchService (IndexFile building).
+The arrival listener runs on the thread that called put_*, right after the put lock is released.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from collections import deque
+from collections.abc import Callable
+
+from rocketq.protocol.properties import (
+    MAX_PROPERTIES_LENGTH,
+    PROPERTY_KEYS,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+    SCHEDULE_TOPIC,
+    decode_properties,
+    properties_to_string,
+)
+from rocketq.protocol.record import body_crc
+from rocketq.protocol.record import decode_record as _decode_record
+
+from . import faultfs, mapped_file
+from .checkpoint import StoreCheckpoint
+from .commit_log import CommitLog
+from .config import BrokerRole, FlushDiskType, StoreConfig
+from .consume_queue import BLANK_UNIT_SIZE, CQ_STORE_UNIT_SIZE, CQ_UNIT, ConsumeQueue
+from .dispatch import (
+    DispatchRequest,
+    IndexDispatchService,
+    compute_tags_code,
+    goes_to_consume_queue,
+    tag_hash_code,
+)
+from .flush import FlushConsumeQueueService, FlushRealTimeService, GroupCommitService
+from .mapped_file_queue import AllocateMappedFileService
+from .recovery import recover_commit_log
+from .types import (
+    GetMessageResult,
+    GetMessageStatus,
+    MessageFilter,
+    MessageToStore,
+    PutMessageResult,
+    PutMessageStatus,
+    QueryMessageResult,
+)
+
+log = logging.getLogger(__name__)
+
+_MAX_TOPIC_BYTES = 127
+
+
+class MessageStore:
+    def __init__(self, config: StoreConfig, store_host: tuple[str, int], index_service=None) -> None:
+        self.config = config
+        self.store_host = store_host
+        self.allocator = AllocateMappedFileService(config.preallocate_commitlog)
+        self.commit_log = CommitLog(config, store_host, self.allocator)
+        self.consume_queue_table: dict[tuple[str, int], ConsumeQueue] = {}
+        self.checkpoint: StoreCheckpoint | None = None
+        self.index_service = index_service
+        self.index_dispatcher: IndexDispatchService | None = None
+        self.flush_service: FlushRealTimeService | GroupCommitService | None = None
+        self.cq_flush_service: FlushConsumeQueueService | None = None
+        self._listener: Callable[[str, int, int], None] | None = None
+        self._running = False
+        self._shutdown = False
+        self._delay_table = config.delay_level_table_ms()
+        self._sync = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
+        self._topic_bytes: dict[str, bytes] = {}
+        self.recovered_abnormally = False
+        # stats
+        self.put_count = 0
+        self.put_bytes = 0
+        self.put_failures = 0
+        self.get_count = 0
+        self._samples: deque[tuple[float, int, int]] = deque(maxlen=90)
+        self._started_at = time.time()
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        cfg = self.config
+        os.makedirs(cfg.store_path_root_dir, exist_ok=True)
+        abnormal = os.path.exists(cfg.abort_path)
+        self.recovered_abnormally = abnormal
+        self.checkpoint = StoreCheckpoint(cfg.checkpoint_path)
+        if not self.commit_log.mfq.load():
+            raise RuntimeError("commitlog segments have unexpected sizes (mapedFileSizeCommitLog changed?)")
+        self._load_consume_queues()
+        if self.index_service is None and cfg.message_index_enable:
+            from .index_file import IndexService
+
+            self.index_service = IndexService(
+                cfg.store_path_root_dir, cfg.max_hash_slot_num, cfg.max_index_num
+            )
+        if self.index_service is not None:
+            self.index_service.load(last_exit_ok=not abnormal)
+        for cq in self.consume_queue_table.values():
+            cq.recover()
+        end = recover_commit_log(
+            self.commit_log,
+            self.checkpoint,
+            abnormal,
+            cfg.check_crc_on_recover,
+            self._delay_table,
+            self.index_service is not None,
+            self._redispatch,
+        )
+        cl_min = self.commit_log.min_offset
+        for key, cq in self.consume_queue_table.items():
+            cq.truncate_dirty_logic_files(end)
+            cq.correct_min_offset(cl_min)
+            self.commit_log.topic_queue_table[key] = cq.get_max_offset_in_queue()
+        if self.commit_log.mfq.files:
+            self.commit_log.append_ts = max(mf.store_timestamp for mf in self.commit_log.mfq.files[-3:])
+        self.commit_log.confirm_offset = end
+        if self.index_service is not None:
+            idx = self.index_service
+            idx.truncate_after(end)
+            start_at = idx.end_phy_offset
+            rebuild = getattr(idx, "rebuild_from_phy_offset", None)
+            if rebuild is not None:
+                start_at = min(start_at, rebuild)
+            if start_at < cl_min or start_at > end:
+                start_at = cl_min if start_at < cl_min else end
+            if idx.end_phy_offset == 0 and not self._index_has_entries():
+                start_at = cl_min
+            self.index_dispatcher = IndexDispatchService(self.commit_log, idx, start_at, self._delay_table)
+        self._create_abort_file()
+        if self._sync:
+            self.flush_service = GroupCommitService(self.commit_log, self.checkpoint, cfg.sync_flush_timeout)
+        else:
+            self.flush_service = FlushRealTimeService(
+                self.commit_log,
+                self.checkpoint,
+                cfg.flush_interval_commitlog,
+                cfg.flush_commitlog_least_pages,
+                cfg.flush_commitlog_thorough_interval,
+            )
+        self.cq_flush_service = FlushConsumeQueueService(
+            lambda: list(self.consume_queue_table.values()),
+            self.commit_log,
+            self.checkpoint,
+            cfg.flush_interval_consume_queue,
+            cfg.flush_consume_queue_least_pages,
+            cfg.flush_consume_queue_thorough_interval,
+            self.index_service.flush if self.index_service is not None else None,
+            self._sample_stats,
+        )
+        self.flush_service.start()
+        self.cq_flush_service.start()
+        if self.index_dispatcher is not None:
+            self.index_dispatcher.start()
+        self._running = True
+
+    def _index_has_entries(self) -> bool:
+        files = getattr(self.index_service, "files", None)
+        if files is None:
+            return True
+        return any(f.index_count > 1 for f in files())
+
+    def _create_abort_file(self) -> None:
+        path = self.config.abort_path
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if faultfs.ACTIVE is not None:
+            faultfs.ACTIVE.on_file_synced(path)
+
+    def _load_consume_queues(self) -> None:
+        root = self.config.consume_queue_dir
+        if not os.path.isdir(root):
+            return
+        for topic in os.listdir(root):
+            tdir = os.path.join(root, topic)
+            if not os.path.isdir(tdir):
+                continue
+            for q in os.listdir(tdir):
+                if not q.isdigit():
+                    continue
+                cq = ConsumeQueue(topic, int(q), root, self.config.consume_queue_file_size)
+                if not cq.load():
+                    raise RuntimeError(f"consume queue {topic}/{q} has unexpected file sizes")
+                self.consume_queue_table[(topic, int(q))] = cq
+
+    def _redispatch(self, req: DispatchRequest) -> None:
+        if goes_to_consume_queue(req.sys_flag):
+            self._cq(req.topic, req.queue_id).put(
+                req.commit_log_offset, req.msg_size, req.tags_code, req.consume_queue_offset
+            )
+
+    def shutdown(self) -> None:
+        """Stop threads, flush everything, write the checkpoint, remove the abort file."""
+        if self._shutdown:
+            return
+        self._shutdown = True
+        self._running = False
+        if self.index_dispatcher is not None:
+            self.index_dispatcher.shutdown(drain=True)
+        if self.flush_service is not None:
+            self.flush_service.shutdown()
+        if self.cq_flush_service is not None:
+            self.cq_flush_service.shutdown()
+        self.allocator.shutdown()
+        ts = self.commit_log.append_ts
+        self.commit_log.shutdown()
+        for cq in list(self.consume_queue_table.values()):
+            cq.shutdown()
+        if self.checkpoint is not None:
+            if ts:
+                self.checkpoint.physic_msg_timestamp = ts
+                self.checkpoint.logics_msg_timestamp = ts
+            if self.index_service is not None:
+                its = self.index_service.flush()
+                if its:
+                    self.checkpoint.index_msg_timestamp = its
+                self.index_service.close()
+            self.checkpoint.shutdown()
+        try:
+            os.remove(self.config.abort_path)
+        except FileNotFoundError:
+            pass
+        if faultfs.ACTIVE is not None:
+            faultfs.ACTIVE.on_delete(self.config.abort_path)
+        mapped_file.retry_pending_closes()
+
+    # ------------------------------------------------------------------ consume queues
+    def _cq(self, topic: str, queue_id: int) -> ConsumeQueue:
+        key = (topic, queue_id)
+        cq = self.consume_queue_table.get(key)
+        if cq is None:
+            cq = ConsumeQueue(
+                topic, queue_id, self.config.consume_queue_dir, self.config.consume_queue_file_size
+            )
+            self.consume_queue_table[key] = cq
+        return cq
+
+    def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        return self.consume_queue_table.get((topic, queue_id))
+
+    def _cq_dispatch(
+        self, phys: int, size: int, tags_code: int, qoff: int, topic: str, qid: int, ts: int
+    ) -> None:
+        cq = self.consume_queue_table.get((topic, qid))
+        if cq is None:
+            cq = self._cq(topic, qid)
+        if not cq.put(phys, size, tags_code, qoff):
+            log.error("consume queue %s/%d: cannot write unit %d", topic, qid, qoff)
+
+    # ------------------------------------------------------------------ put
+    def _check(self, topic: str) -> PutMessageStatus | bytes:
+        if not self._running:
+            return PutMessageStatus.SERVICE_NOT_AVAILABLE
+        if self.config.broker_role is BrokerRole.SLAVE:
+            return PutMessageStatus.SERVICE_NOT_AVAILABLE
+        tb = self._topic_bytes.get(topic)
+        if tb is None:
+            tb = topic.encode()
+            if not tb or len(tb) > _MAX_TOPIC_BYTES:
+                return PutMessageStatus.MESSAGE_ILLEGAL
+            if len(self._topic_bytes) > 100_000:
+                self._topic_bytes.clear()
+            self._topic_bytes[topic] = tb
+        return tb
+
+    def _fail(self, status: PutMessageStatus) -> PutMessageResult:
+        self.put_failures += 1
+        return PutMessageResult(status)
+
+    def _schedule_tags(self, msg: MessageToStore) -> Callable[[int], int]:
+        props = msg.properties
+        table = self._delay_table
+        return lambda store_ts: compute_tags_code(SCHEDULE_TOPIC, props, store_ts, table)
+
+    def put_message(self, msg: MessageToStore) -> PutMessageResult:
+        tb = self._check(msg.topic)
+        if tb.__class__ is not bytes:
+            return self._fail(tb)  # type: ignore[arg-type]
+        props = msg.properties
+        if props:
+            pb = properties_to_string(props).encode()
+            if len(pb) > MAX_PROPERTIES_LENGTH:
+                return self._fail(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
+        else:
+            pb = b""
+        tags_code = msg.tags_code
+        schedule = None
+        if tags_code is None:
+            if msg.topic == SCHEDULE_TOPIC:
+                schedule = self._schedule_tags(msg)
+            else:
+                tags = props.get(PROPERTY_TAGS) if props else None
+                tags_code = tag_hash_code(tags) if tags else 0
+        crc = body_crc(msg.body)
+        r = self.commit_log.append_one(msg, tb, pb, crc, tags_code, self._cq_dispatch, schedule)  # type: ignore[arg-type]
+        if r.__class__ is not tuple:
+            return self._fail(r)  # type: ignore[arg-type]
+        phys, size, qoff, store_ts = r  # type: ignore[misc]
+        self.put_count += 1
+        self.put_bytes += size
+        fut = self.flush_service.request(phys + size) if self._sync else None  # type: ignore[union-attr]
+        listener = self._listener
+        if listener is not None:
+            listener(msg.topic, msg.queue_id, qoff + 1)
+        d = self.index_dispatcher
+        if d is not None and d.idle:
+            d.wakeup()
+        return PutMessageResult(
+            PutMessageStatus.PUT_OK, phys, size, [self.commit_log.msg_id(phys)], qoff, 1, store_ts, fut
+        )
+
+    def put_messages(self, topic: str, queue_id: int, messages: list[MessageToStore]) -> PutMessageResult:
+        """Batch: one queue, consecutive offsets, written contiguously (one segment)."""
+        if not messages:
+            return self._fail(PutMessageStatus.MESSAGE_ILLEGAL)
+        tb = self._check(topic)
+        if tb.__class__ is not bytes:
+            return self._fail(tb)  # type: ignore[arg-type]
+        items = []
+        for m in messages:
+            props = m.properties
+            pb = properties_to_string(props).encode() if props else b""
+            if len(pb) > MAX_PROPERTIES_LENGTH:
+                return self._fail(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
+            tc = m.tags_code
+            if tc is None:
+                tc = tag_hash_code(props.get(PROPERTY_TAGS)) if props else 0
+            items.append((m, pb, body_crc(m.body), tc))
+        r = self.commit_log.append_batch(topic, queue_id, tb, items, self._cq_dispatch)  # type: ignore[arg-type]
+        if r.__class__ is not tuple:
+            return self._fail(r)  # type: ignore[arg-type]
+        first_phys, total, first_qoff, store_ts, phys_list = r  # type: ignore[misc]
+        self.put_count += len(messages)
+        self.put_bytes += total
+        fut = self.flush_service.request(first_phys + total) if self._sync else None  # type: ignore[union-attr]
+        listener = self._listener
+        if listener is not None:
+            listener(topic, queue_id, first_qoff + len(messages))
+        d = self.index_dispatcher
+        if d is not None and d.idle:
+            d.wakeup()
+        msg_id = self.commit_log.msg_id
+        return PutMessageResult(
+            PutMessageStatus.PUT_OK, first_phys, total, [msg_id(p) for p in phys_list], first_qoff,
+            len(messages), store_ts, fut,
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ get
+    def get_message(
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_msg_nums: int,
+        message_filter: MessageFilter | None,
+    ) -> GetMessageResult:
+        """Pull semantics of spec §8 / RocketMQ's GetMessageStatus. Returned buffers are views of the mapped
+        files (call release() when done)."""
+        self.get_count += 1
+        cq = self.consume_queue_table.get((topic, queue_id))
+        if cq is None:
+            # RocketMQ creates an empty queue here; an empty queue answers NO_MESSAGE_IN_QUEUE
+            return GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
+        min_off = cq.get_min_offset_in_queue()
+        max_off = cq.get_max_offset_in_queue()
+        if max_off == 0:
+            return GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, min_off, max_off)
+        if offset < min_off:
+            return GetMessageResult(GetMessageStatus.OFFSET_TOO_SMALL, min_off, min_off, max_off)
+        if offset == max_off:
+            return GetMessageResult(GetMessageStatus.OFFSET_OVERFLOW_ONE, offset, min_off, max_off)
+        if offset > max_off:
+            return GetMessageResult(GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_off, min_off, max_off)
+        units = cq.get_units(offset)
+        if units is None:
+            nxt = cq.get_max_offset_in_queue() if offset < min_off else (
+                (offset * CQ_STORE_UNIT_SIZE // cq.file_size + 1) * cq.file_size // CQ_STORE_UNIT_SIZE
+            )  # fmt: skip
+            return GetMessageResult(GetMessageStatus.OFFSET_FOUND_NULL, min(nxt, max_off), min_off, max_off)
+        result = GetMessageResult(GetMessageStatus.NO_MATCHED_MESSAGE, offset, min_off, max_off)
+        buffers = result.buffers
+        qoffs = result.queue_offsets
+        max_msg_nums = max(1, max_msg_nums)
+        max_bytes = self.config.max_transfer_bytes_on_message_in_memory
+        max_count = self.config.max_transfer_count_on_message_in_memory
+        scan_limit = max(16000, max_msg_nums * CQ_STORE_UNIT_SIZE) // CQ_STORE_UNIT_SIZE
+        n_units = min(len(units) // CQ_STORE_UNIT_SIZE, scan_limit)
+        cl = self.commit_log
+        cl_min = cl.min_offset
+        total = 0
+        count = 0
+        i = 0
+        removing = False
+        status = GetMessageStatus.NO_MATCHED_MESSAGE
+        for phys, size, tags_code in CQ_UNIT.iter_unpack(units[: n_units * CQ_STORE_UNIT_SIZE]):
+            if count >= max_msg_nums:
+                break
+            if count and (total + size > max_bytes or count + 1 > max_count):
+                break
+            i += 1
+            if size == BLANK_UNIT_SIZE:
+                continue
+            if phys < cl_min:
+                removing = True
+                continue
+            if message_filter is not None and not message_filter.is_matched_by_consume_queue(tags_code):
+                continue
+            buf = cl.get_data(phys, size)
+            if buf is None:
+                removing = True
+                continue
+            if message_filter is not None and not message_filter.is_matched_by_commit_log(buf):
+                buf.release()
+                continue
+            buffers.append(buf)
+            qoffs.append(offset + i - 1)
+            total += size
+            count += 1
+        units.release()
+        if count:
+            status = GetMessageStatus.FOUND
+        elif removing:
+            status = GetMessageStatus.MESSAGE_WAS_REMOVING
+        result.status = status
+        result.next_begin_offset = offset + i
+        result.message_count = count
+        result.buffer_total_size = total
+        return result
+
+    # ------------------------------------------------------------------ offsets / lookups
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.consume_queue_table.get((topic, queue_id))
+        return cq.get_max_offset_in_queue() if cq is not None else 0
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.consume_queue_table.get((topic, queue_id))
+        return cq.get_min_offset_in_queue() if cq is not None else 0
+
+    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        """First queue offset stored at or after timestamp_ms (the max offset if none is)."""
+        cq = self.consume_queue_table.get((topic, queue_id))
+        if cq is None:
+            return 0
+        return cq.get_offset_in_queue_by_time(timestamp_ms, self.commit_log.pick_store_timestamp)
+
+    def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
+        cq = self.consume_queue_table.get((topic, queue_id))
+        if cq is None:
+            return -1
+        return self.get_message_store_timestamp(topic, queue_id, cq.get_min_offset_in_queue())
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, queue_offset: int) -> int:
+        cq = self.consume_queue_table.get((topic, queue_id))
+        if cq is None:
+            return -1
+        unit = cq.get_unit(queue_offset)
+        if unit is None or unit[1] == BLANK_UNIT_SIZE:
+            return -1
+        return self.commit_log.pick_store_timestamp(unit[0], unit[1])
+
+    def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, queue_offset: int) -> int:
+        cq = self.consume_queue_table.get((topic, queue_id))
+        unit = cq.get_unit(queue_offset) if cq is not None else None
+        return unit[0] if unit is not None else -1
+
+    def look_message_by_offset(self, commit_log_offset: int) -> memoryview | None:
+        return self.commit_log.get_record(commit_log_offset)
+
+    def query_message(
+        self, topic: str, key: str, max_num: int, begin_ts: int, end_ts: int
+    ) -> QueryMessageResult:
+        """Messages of topic whose KEYS or UNIQ_KEY contain key, via the IndexFile service."""
+        result = QueryMessageResult()
+        if self.index_service is None:
+            return result
+        offsets, last_ts, last_phy = self.index_service.query_offsets(topic, key, max_num, begin_ts, end_ts)
+        result.index_last_update_timestamp = last_ts
+        result.index_last_update_phyoffset = last_phy
+        for phys in offsets:
+            buf = self.commit_log.get_record(phys)
+            if buf is None:
+                continue
+            try:
+                m = _decode_record(buf)
+            except ValueError:
+                buf.release()
+                continue
+            props = m.properties
+            keys = (props.get(PROPERTY_KEYS) or "").split(" ")
+            if m.topic != topic or (
+                key not in keys and props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) != key
+            ):
+                buf.release()  # hash collision
+                continue
+            result.buffers.append(buf)
+        return result
+
+    def delete_topics(self, topics: set[str]) -> None:
+        """Drop the consume queues (and queue offsets) of these topics; CommitLog data ages out normally."""
+        with self.commit_log.lock:
+            for key in [k for k in self.consume_queue_table if k[0] in topics]:
+                cq = self.consume_queue_table.pop(key)
+                cq.destroy()
+                self.commit_log.topic_queue_table.pop(key, None)
+        for t in topics:
+            d = os.path.join(self.config.consume_queue_dir, t)
+            if os.path.realpath(d).startswith(os.path.realpath(self.config.consume_queue_dir) + os.sep):
+                shutil.rmtree(d, ignore_errors=True)
+
+    def set_arrival_listener(self, fn: Callable[[str, int, int], None] | None) -> None:
+        """fn(topic, queue_id, max_offset) runs on the putting thread after the CQ unit is visible; it must be
+        quick and must not block (the broker's loop thread: schedule work, do not do it)."""
+        self._listener = fn
+
+    def get_topic_queue_table(self) -> dict[tuple[str, int], int]:
+        return dict(self.commit_log.topic_queue_table)
+
+    # ------------------------------------------------------------------ properties / stats
+    @property
+    def max_phy_offset(self) -> int:
+        return self.commit_log.max_offset
+
+    @property
+    def min_phy_offset(self) -> int:
+        return self.commit_log.min_offset
+
+    @property
+    def confirm_offset(self) -> int:
+        # no HA yet: everything written is confirmed
+        return self.commit_log.max_offset
+
+    @property
+    def flushed_phy_offset(self) -> int:
+        return self.commit_log.mfq.flushed_where
+
+    def dispatch_behind_bytes(self) -> int:
+        return self.index_dispatcher.behind() if self.index_dispatcher is not None else 0
+
+    def _sample_stats(self) -> None:
+        self._samples.append((time.monotonic(), self.put_count, self.put_bytes))
+
+    def _tps(self, window: float) -> tuple[float, float]:
+        s = self._samples
+        if not s:
+            return 0.0, 0.0
+        now = time.monotonic()
+        cur = (now, self.put_count, self.put_bytes)
+        old = s[0]
+        for sample in s:
+            if now - sample[0] <= window:
+                old = sample
+                break
+        dt = cur[0] - old[0]
+        if dt <= 0:
+            return 0.0, 0.0
+        return (cur[1] - old[1]) / dt, (cur[2] - old[2]) / dt
+
+    def runtime_info(self) -> dict[str, str]:
+        tps10, bps10 = self._tps(10)
+        tps60, bps60 = self._tps(60)
+        info = {
+            "putMessageTimesTotal": str(self.put_count),
+            "putMessageSizeTotal": str(self.put_bytes),
+            "putMessageFailedTimes": str(self.put_failures),
+            "getMessageTimesTotal": str(self.get_count),
+            "putTps": f"{tps10:.2f} {tps60:.2f}",
+            "putBytesPerSecond": f"{bps10:.2f} {bps60:.2f}",
+            "commitLogMinOffset": str(self.min_phy_offset),
+            "commitLogMaxOffset": str(self.max_phy_offset),
+            "commitLogFlushedOffset": str(self.flushed_phy_offset),
+            "dispatchBehindBytes": str(self.dispatch_behind_bytes()),
+            "consumeQueueCount": str(len(self.consume_queue_table)),
+            "bootTimestamp": str(int(self._started_at * 1000)),
+            "recoveredAbnormally": str(self.recovered_abnormally).lower(),
+        }
+        try:
+            du = shutil.disk_usage(self.config.commitlog_dir if os.path.isdir(self.config.commitlog_dir)
+                                   else self.config.store_path_root_dir)  # fmt: skip
+            info["commitLogDiskRatio"] = f"{du.used / du.total:.4f}"
+        except OSError:
+            pass
+        if self._sync and isinstance(self.flush_service, GroupCommitService):
+            info["groupCommitSyncCount"] = str(self.flush_service.sync_count)
+        return info
+
+
+def decode_store_properties(raw) -> dict[str, str]:
+    return decode_properties(raw)
