@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from rocketq.protocol import headers as H
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.remoting import RemotingClient, RemotingError
@@ -244,7 +245,9 @@ class AdminClient:
 
     # -- NameServer ----------------------------------------------------------------------------------------
     async def topic_route(self, topic: str) -> dict[str, Any]:
-        resp = await self.invoke_namesrv(RequestCode.GET_ROUTEINFO_BY_TOPIC, _ext(topic=topic))
+        resp = await self.invoke_namesrv(
+            RequestCode.GET_ROUTEINFO_BY_TOPIC, H.GetRouteInfoRequestHeader(topic=topic).to_ext()
+        )
         if resp.code == ResponseCode.TOPIC_NOT_EXIST:
             raise TopicNotFoundError(
                 f"topic {topic!r} does not exist: {resp.remark or 'no route info'}", resp.code
@@ -269,14 +272,17 @@ class AdminClient:
         return sorted(loads(resp.body_bytes).get("topicList") or [])
 
     async def topics_by_cluster(self, cluster: str) -> list[str]:
-        resp = await self.invoke_namesrv(RequestCode.GET_TOPICS_BY_CLUSTER, _ext(cluster=cluster))
+        resp = await self.invoke_namesrv(
+            RequestCode.GET_TOPICS_BY_CLUSTER, H.GetTopicsByClusterRequestHeader(cluster=cluster).to_ext()
+        )
         self.check(resp, f"topics of cluster {cluster}")
         return sorted(loads(resp.body_bytes).get("topicList") or [])
 
     async def delete_topic_in_namesrv(self, topic: str, cluster: str | None = None) -> None:
         for addr in self.namesrv_addrs:
             req = RemotingCommand.request(
-                RequestCode.DELETE_TOPIC_IN_NAMESRV, _ext(topic=topic, clusterName=cluster)
+                RequestCode.DELETE_TOPIC_IN_NAMESRV,
+                H.DeleteTopicFromNamesrvRequestHeader(topic=topic, cluster_name=cluster).to_ext(),
             )
             try:
                 resp = await self._remoting.invoke(addr, req, self.timeout_s)
@@ -345,21 +351,23 @@ class AdminClient:
 
     # -- topics --------------------------------------------------------------------------------------------
     async def create_topic(self, broker_addr: str, cfg: TopicConfig) -> None:
-        ext = _ext(
+        ext = H.CreateTopicRequestHeader(
             topic=cfg.topic_name,
-            defaultTopic=DEFAULT_TOPIC,
-            readQueueNums=cfg.read_queue_nums,
-            writeQueueNums=cfg.write_queue_nums,
+            default_topic=DEFAULT_TOPIC,
+            read_queue_nums=cfg.read_queue_nums,
+            write_queue_nums=cfg.write_queue_nums,
             perm=cfg.perm,
-            topicFilterType=cfg.topic_filter_type,
-            topicSysFlag=cfg.topic_sys_flag,
+            topic_filter_type=cfg.topic_filter_type,
+            topic_sys_flag=cfg.topic_sys_flag,
             order=cfg.order,
-        )
+        ).to_ext()
         resp = await self.invoke_broker(broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
         self.check(resp, f"create topic {cfg.topic_name} on {broker_addr}")
 
     async def delete_topic_in_broker(self, broker_addr: str, topic: str) -> None:
-        resp = await self.invoke_broker(broker_addr, RequestCode.DELETE_TOPIC_IN_BROKER, _ext(topic=topic))
+        resp = await self.invoke_broker(
+            broker_addr, RequestCode.DELETE_TOPIC_IN_BROKER, H.DeleteTopicRequestHeader(topic=topic).to_ext()
+        )
         self.check(resp, f"delete topic {topic} on {broker_addr}")
 
     async def delete_topic(self, topic: str, cluster: str) -> list[str]:
@@ -374,7 +382,9 @@ class AdminClient:
         route = await self.topic_route(topic)
         rows: list[QueueOffsets] = []
         for name, addr in sorted(self.route_masters(route).items()):
-            resp = await self.invoke_broker(addr, RequestCode.GET_TOPIC_STATS_INFO, _ext(topic=topic))
+            resp = await self.invoke_broker(
+                addr, RequestCode.GET_TOPIC_STATS_INFO, H.GetTopicStatsInfoRequestHeader(topic=topic).to_ext()
+            )
             self.check(resp, f"topicStatus {topic} on {name}")
             table = loads(resp.body_bytes).get("offsetTable") or {}
             for key, off in table.items():
@@ -399,18 +409,26 @@ class AdminClient:
         return {str(k): str(v) for k, v in (loads(resp.body_bytes).get("table") or {}).items()}
 
     async def max_offset(self, addr: str, topic: str, queue_id: int) -> int:
-        resp = await self.invoke_broker(addr, RequestCode.GET_MAX_OFFSET, _ext(topic=topic, queueId=queue_id))
+        resp = await self.invoke_broker(
+            addr,
+            RequestCode.GET_MAX_OFFSET,
+            H.GetMaxOffsetRequestHeader(topic=topic, queue_id=queue_id).to_ext(),
+        )
         return int(self.check(resp, "getMaxOffset").ext_fields.get("offset", 0))
 
     async def min_offset(self, addr: str, topic: str, queue_id: int) -> int:
-        resp = await self.invoke_broker(addr, RequestCode.GET_MIN_OFFSET, _ext(topic=topic, queueId=queue_id))
+        resp = await self.invoke_broker(
+            addr,
+            RequestCode.GET_MIN_OFFSET,
+            H.GetMinOffsetRequestHeader(topic=topic, queue_id=queue_id).to_ext(),
+        )
         return int(self.check(resp, "getMinOffset").ext_fields.get("offset", 0))
 
     async def search_offset(self, addr: str, topic: str, queue_id: int, timestamp: int) -> int:
         resp = await self.invoke_broker(
             addr,
             RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
-            _ext(topic=topic, queueId=queue_id, timestamp=timestamp),
+            H.SearchOffsetRequestHeader(topic=topic, queue_id=queue_id, timestamp=timestamp).to_ext(),
         )
         return int(self.check(resp, "searchOffset").ext_fields.get("offset", 0))
 
@@ -446,7 +464,7 @@ class AdminClient:
             props["TAGS"] = tags
         props["WAIT"] = "true"
         props["UNIQ_KEY"] = uniq
-        ext = _ext(
+        ext = H.SendMessageRequestHeaderV2(
             a=producer_group,
             b=topic,
             c=DEFAULT_TOPIC,
@@ -459,7 +477,7 @@ class AdminClient:
             j=0,
             k=False,
             m=False,
-        )
+        ).to_ext()
         resp = await self.invoke_broker(addr, RequestCode.SEND_MESSAGE_V2, ext, body)
         self.check(
             resp,
@@ -492,7 +510,9 @@ class AdminClient:
             addr, offset = decode_offset_msg_id(offset_msg_id)
         except ValueError as exc:
             raise AdminError(str(exc)) from None
-        resp = await self.invoke_broker(addr, RequestCode.VIEW_MESSAGE_BY_ID, _ext(offset=offset))
+        resp = await self.invoke_broker(
+            addr, RequestCode.VIEW_MESSAGE_BY_ID, H.ViewMessageRequestHeader(offset=offset).to_ext()
+        )
         self.check(resp, f"queryMsgById {offset_msg_id}")
         msgs = decode_records(resp.body_bytes)
         if not msgs:
@@ -515,7 +535,9 @@ class AdminClient:
         end = int(time.time() * 1000) + 60_000 if end is None else end
         found: list[StoredMessage] = []
         for name, addr in sorted(self.route_masters(route).items()):
-            ext = _ext(topic=topic, key=key, maxNum=max_num, beginTimestamp=begin, endTimestamp=end)
+            ext = H.QueryMessageRequestHeader(
+                topic=topic, key=key, max_num=max_num, begin_timestamp=begin, end_timestamp=end
+            ).to_ext()
             if unique_key:
                 ext["_UNIQUE_KEY_QUERY"] = "true"
             resp = await self.invoke_broker(addr, RequestCode.QUERY_MESSAGE, ext)
@@ -544,19 +566,19 @@ class AdminClient:
         group: str = TOOLS_CONSUMER,
         broker_name: str = "",
     ) -> PullResult:
-        ext = _ext(
-            consumerGroup=group,
+        ext = H.PullMessageRequestHeader(
+            consumer_group=group,
             topic=topic,
-            queueId=queue_id,
-            queueOffset=offset,
-            maxMsgNums=max_nums,
-            sysFlag=PULL_SYSFLAG_SUBSCRIPTION,
-            commitOffset=0,
-            suspendTimeoutMillis=0,
+            queue_id=queue_id,
+            queue_offset=offset,
+            max_msg_nums=max_nums,
+            sys_flag=PULL_SYSFLAG_SUBSCRIPTION,
+            commit_offset=0,
+            suspend_timeout_millis=0,
             subscription=sub_expression,
-            subVersion=0,
-            expressionType="TAG",
-        )
+            sub_version=0,
+            expression_type="TAG",
+        ).to_ext()
         resp = await self.invoke_broker(addr, RequestCode.PULL_MESSAGE, ext)
         self.check(
             resp,
@@ -595,7 +617,9 @@ class AdminClient:
         last_err: AdminError | None = None
         for name, addr in masters.items():
             resp = await self.invoke_broker(
-                addr, RequestCode.GET_CONSUME_STATS, _ext(consumerGroup=group, topic=topic)
+                addr,
+                RequestCode.GET_CONSUME_STATS,
+                H.GetConsumeStatsRequestHeader(consumer_group=group, topic=topic).to_ext(),
             )
             if resp.code != ResponseCode.SUCCESS:
                 try:
@@ -628,7 +652,9 @@ class AdminClient:
         last: AdminError | None = None
         for name, addr in masters.items():
             resp = await self.invoke_broker(
-                addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, _ext(consumerGroup=group)
+                addr,
+                RequestCode.GET_CONSUMER_CONNECTION_LIST,
+                H.GetConsumerConnectionListRequestHeader(consumer_group=group).to_ext(),
             )
             if resp.code == ResponseCode.SUCCESS:
                 conn = loads(resp.body_bytes)
@@ -652,7 +678,9 @@ class AdminClient:
     async def update_consumer_offset(
         self, addr: str, group: str, topic: str, queue_id: int, offset: int
     ) -> None:
-        ext = _ext(consumerGroup=group, topic=topic, queueId=queue_id, commitOffset=offset)
+        ext = H.UpdateConsumerOffsetRequestHeader(
+            consumer_group=group, topic=topic, queue_id=queue_id, commit_offset=offset
+        ).to_ext()
         resp = await self.invoke_broker(addr, RequestCode.UPDATE_CONSUMER_OFFSET, ext)
         self.check(resp, f"update offset of {group} {topic}:{queue_id}")
 
@@ -667,7 +695,9 @@ class AdminClient:
         route = await self.topic_route(topic)
         out: dict[tuple[str, str, int], int] = {}
         for name, addr in sorted(self.route_masters(route).items()):
-            ext = _ext(topic=topic, group=group, timestamp=timestamp, isForce=force)
+            ext = H.ResetOffsetRequestHeader(
+                topic=topic, group=group, timestamp=timestamp, is_force=force
+            ).to_ext()
             resp = await self.invoke_broker(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)
             self.check(resp, f"resetOffsetByTime {group} {topic} on {name}")
             for key, off in (loads(resp.body_bytes).get("offsetTable") or {}).items():

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
+from rocketq.protocol import headers as H
 from rocketq.protocol.codes import RequestCode, ResponseCode
 
-from .client import AdminClient, SubscriptionGroupConfig, _ext, loads, mq_of
+from .client import AdminClient, SubscriptionGroupConfig, loads, mq_of
 from .cmd_cluster import version_desc
 from .errors import AdminError
 from .fmt import fmt_ms, parse_bool, parse_timestamp, table
@@ -36,7 +37,7 @@ async def _queue_owners(admin: AdminClient, group: str) -> dict[tuple[str, str, 
         return owners
     for c in conn["connectionSet"]:
         client_id = c.get("clientId", "")
-        ext = _ext(consumerGroup=group, clientId=client_id, jstackEnable=False)
+        ext = H.GetConsumerRunningInfoRequestHeader(consumer_group=group, client_id=client_id).to_ext()
         try:
             resp = await admin.invoke_broker(addr, RequestCode.GET_CONSUMER_RUNNING_INFO, ext)
         except AdminError:

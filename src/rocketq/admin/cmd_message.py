@@ -6,9 +6,10 @@ import argparse
 import time
 from typing import TextIO
 
+from rocketq.protocol import headers as H
 from rocketq.protocol.codes import RequestCode, ResponseCode
 
-from .client import AdminClient, _ext
+from .client import AdminClient
 from .errors import AdminError
 from .fmt import body_text, fmt_ms, parse_bool, parse_timestamp, table
 from .records import StoredMessage
@@ -131,7 +132,9 @@ async def _consume_directly(
     addr = masters.get(msg.broker_name) or next(iter(masters.values()), None)
     if addr is None:
         raise AdminError("no broker to forward the message to the consumer")
-    ext = _ext(consumerGroup=group, clientId=client_id, msgId=msg.offset_msg_id, brokerName=msg.broker_name)
+    ext = H.ConsumeMessageDirectlyResultRequestHeader(
+        consumer_group=group, client_id=client_id, msg_id=msg.offset_msg_id, broker_name=msg.broker_name
+    ).to_ext()
     resp = await admin.invoke_broker(addr, RequestCode.CONSUME_MESSAGE_DIRECTLY, ext, timeout_s=10.0)
     admin.check(resp, f"consume message directly by {client_id}")
     out.write(f"ConsumeMessageDirectlyResult: {resp.body_bytes.decode('utf-8', 'replace')}\n")

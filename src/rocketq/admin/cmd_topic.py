@@ -8,9 +8,10 @@ from typing import TextIO
 
 import orjson
 
+from rocketq.protocol import headers as H
 from rocketq.protocol.codes import RequestCode
 
-from .client import AdminClient, TopicConfig, _ext, loads
+from .client import AdminClient, TopicConfig, loads
 from .errors import AdminError
 from .fmt import fmt_ms, parse_bool, table
 from .registry import UsageError, command
@@ -84,7 +85,8 @@ async def update_topic(admin: AdminClient, a: argparse.Namespace, out: TextIO) -
     if order:
         conf = ";".join(f"{name}:{a.write}" for name in sorted(targets))
         resp = await admin.invoke_namesrv(
-            RequestCode.PUT_KV_CONFIG, _ext(namespace=ORDER_TOPIC_NAMESPACE, key=a.topic, value=conf)
+            RequestCode.PUT_KV_CONFIG,
+            H.PutKVConfigRequestHeader(namespace=ORDER_TOPIC_NAMESPACE, key=a.topic, value=conf).to_ext(),
         )
         admin.check(resp, "set order conf")
         out.write(f"set cluster orderConf. isOrder={order}, orderConf=[{conf}]\n")
@@ -128,7 +130,11 @@ async def _consumer_groups_of(admin: AdminClient, topic: str, masters: dict[str,
     groups: set[str] = set()
     for addr in masters.values():
         try:
-            resp = await admin.invoke_broker(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, _ext(topic=topic))
+            resp = await admin.invoke_broker(
+                addr,
+                RequestCode.QUERY_TOPIC_CONSUME_BY_WHO,
+                H.QueryTopicConsumeByWhoRequestHeader(topic=topic).to_ext(),
+            )
         except AdminError:
             continue
         if resp.code == 0 and resp.body:
