@@ -364,6 +364,30 @@ class AdminClient:
         resp = await self.invoke_broker(broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
         self.check(resp, f"create topic {cfg.topic_name} on {broker_addr}")
 
+    async def wait_route(self, cfg: TopicConfig, broker_names: Iterable[str], timeout_s: float = 5.0) -> bool:
+        """Wait until the NameServer's route shows ``cfg`` on every broker (brokers re-register after a
+        topic change; a client started right after updateTopic needs the route). False on timeout."""
+        want = set(broker_names)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while True:
+            try:
+                route = await self.topic_route(cfg.topic_name)
+            except TopicNotFoundError:
+                route = {"queueDatas": []}
+            seen = {
+                qd.get("brokerName")
+                for qd in route["queueDatas"]
+                if int(qd.get("writeQueueNums", -1)) == cfg.write_queue_nums
+                and int(qd.get("readQueueNums", -1)) == cfg.read_queue_nums
+                and int(qd.get("perm", -1)) == cfg.perm
+            }
+            if want <= seen:
+                return True
+            if loop.time() >= deadline:
+                return False
+            await asyncio.sleep(0.05)
+
     async def delete_topic_in_broker(self, broker_addr: str, topic: str) -> None:
         resp = await self.invoke_broker(
             broker_addr, RequestCode.DELETE_TOPIC_IN_BROKER, H.DeleteTopicRequestHeader(topic=topic).to_ext()

@@ -82,6 +82,8 @@ async def update_topic(admin: AdminClient, a: argparse.Namespace, out: TextIO) -
     for addr in targets.values():
         await admin.create_topic(addr, cfg)
         out.write(f"create topic to {addr} success.\n")
+    if not await admin.wait_route(cfg, targets):
+        out.write("warning: the NameServer does not show the new route yet (brokers register it shortly)\n")
     if order:
         conf = ";".join(f"{name}:{a.write}" for name in sorted(targets))
         resp = await admin.invoke_namesrv(
