@@ -32,7 +32,7 @@ async function main() {
       index,
       status: r.sendStatus,
       msgId: r.msgId,
-      queueId: r.messageQueue && r.messageQueue.queueId,
+      queueId: r.messageQueue && Number(r.messageQueue.queueId),
       brokerName: r.messageQueue && r.messageQueue.brokerName,
       queueOffset: r.queueOffset,
       bodyLen: body.length,
