@@ -200,12 +200,12 @@ def _encode_value(v: Any) -> Any:
             out[k] = _encode_value(x)
         return out
     if isinstance(v, set | frozenset):
-        items = [_encode_value(x) for x in v]
+        # Sets have no order on the wire; sort (MessageQueue orders like Java) for stable bodies.
         try:
-            items.sort()
+            ordered = sorted(v)
         except TypeError:
-            pass
-        return items
+            ordered = list(v)
+        return [_encode_value(x) for x in ordered]
     if isinstance(v, list | tuple):
         return [_encode_value(x) for x in v]
     raise TypeError(f"cannot encode {type(v).__name__} as JSON")
