@@ -1,0 +1,124 @@
+"""Message encoding for send (properties, batch body, compression flags) and record decoding."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import zlib
+
+from rocketq.client.codec import (
+    MAGIC_V1,
+    SYSFLAG_COMPRESSED,
+    SYSFLAG_ZLIB,
+    UniqIdGenerator,
+    decode_offset_msg_id,
+    decode_records,
+    encode_batch,
+    offset_msg_id,
+    properties_to_string,
+    string_to_properties,
+)
+from rocketq.client.message import Message, MessageQueue
+from rocketq.client.subscription import SubscriptionData, java_string_hash
+
+
+def test_properties_round_trip_and_lenient_parse() -> None:
+    props = {"TAGS": "TagA", "KEYS": "k1 k2", "a": "1"}
+    s = properties_to_string(props)
+    assert s == "TAGS\x01TagA\x02KEYS\x01k1 k2\x02a\x011"
+    assert string_to_properties(s) == props
+    # ali-ons appends a trailing separator; junk segments are skipped
+    assert string_to_properties(s + "\x02") == props
+    assert string_to_properties("x\x02ab\x02k\x01v\x02") == {"k": "v"}
+
+
+def test_offset_msg_id_matches_spec_example() -> None:
+    mid = offset_msg_id(socket.inet_aton("127.0.0.1"), 10091, 1024)
+    assert mid == "7F0000010000276B0000000000000400"
+    assert decode_offset_msg_id(mid) == ("127.0.0.1:10091", 1024)
+
+
+def test_uniq_ids_are_unique_32_hex() -> None:
+    gen = UniqIdGenerator()
+    ids = [gen.next_id() for _ in range(1000)]
+    assert len(set(ids)) == 1000
+    assert all(len(i) == 32 and i == i.upper() and int(i, 16) >= 0 for i in ids)
+
+
+def test_message_wire_properties() -> None:
+    m = Message("T", "hello", tags="TagA", keys=["K1", "K2"], properties={"a": "1"}, delay_level=3)
+    assert m.body == b"hello"
+    assert m.wire_properties() == {"a": "1", "TAGS": "TagA", "KEYS": "K1 K2", "DELAY": "3"}
+    assert Message("T", b"x", keys="A B").keys == ["A", "B"]
+
+
+def test_batch_body_layout() -> None:
+    msgs = [Message("T", b"abc", flag=7), Message("T", b"")]
+    body = encode_batch(msgs, ["k\x01v", ""])
+    total, magic, crc, flag, blen = struct.unpack_from(">iiiii", body, 0)
+    assert (total, magic, crc, flag, blen) == (20 + 3 + 2 + 3, 0, 0, 7, 3)
+    assert body[20:23] == b"abc"
+    assert struct.unpack_from(">h", body, 23) == (3,)
+    assert body[25:28] == b"k\x01v"
+    assert struct.unpack_from(">iiiii", body, 28)[0] == 22
+    assert len(body) == 28 + 22
+
+
+def record(
+    topic: str, body: bytes, props: str, *, qid: int = 1, qoff: int = 5, phy: int = 4096, sysflag: int = 0
+) -> bytes:
+    t = topic.encode()
+    p = props.encode()
+    size = 91 + len(body) + len(t) + len(p)
+    return b"".join(
+        [
+            struct.pack(
+                ">iiiiiqqiq", size, MAGIC_V1, zlib.crc32(body) & 0x7FFFFFFF, qid, 0, qoff, phy, sysflag, 111
+            ),
+            socket.inet_aton("10.0.0.1") + struct.pack(">i", 5555),
+            struct.pack(">q", 222),
+            socket.inet_aton("127.0.0.1") + struct.pack(">i", 10911),
+            struct.pack(">iq", 2, 0),
+            struct.pack(">i", len(body)) + body,
+            struct.pack(">b", len(t)) + t,
+            struct.pack(">h", len(p)) + p,
+        ]
+    )
+
+
+def test_decode_records_including_compressed_and_garbage_tail() -> None:
+    big = b"z" * 5000
+    data = (
+        record("T", b"hello", "TAGS\x01TagA\x02UNIQ_KEY\x01ABC")
+        + record("T", zlib.compress(big), "", qoff=6, phy=5000, sysflag=SYSFLAG_COMPRESSED | SYSFLAG_ZLIB)
+        + b"\x00\x00\x00\x10garbage"
+    )
+    out = decode_records(data, "broker-a")
+    assert len(out) == 2
+    a, b = out
+    assert (a.topic, a.body, a.tags, a.queue_id, a.queue_offset, a.commit_log_offset) == (
+        "T",
+        b"hello",
+        "TagA",
+        1,
+        5,
+        4096,
+    )
+    assert a.msg_id == "ABC"
+    assert a.offset_msg_id == offset_msg_id(socket.inet_aton("127.0.0.1"), 10911, 4096)
+    assert (a.born_timestamp, a.store_timestamp, a.reconsume_times) == (111, 222, 2)
+    assert a.born_host == "10.0.0.1:5555" and a.store_host == "127.0.0.1:10911"
+    assert a.broker_name == "broker-a" and a.queue == MessageQueue("T", "broker-a", 1)
+    assert b.body == big and b.msg_id == b.offset_msg_id
+
+
+def test_tag_expression_and_java_hash() -> None:
+    assert java_string_hash("TagA") == 2598919
+    assert java_string_hash("") == 0
+    assert java_string_hash("hello world, a long string") == -1695001410  # wraps like Java int
+    assert java_string_hash("标签") == 0x6807 * 31 + 0x7B7E
+    sub = SubscriptionData.build("T", " TagA || TagB ||TagA")
+    assert sub.tags_set == ["TagA", "TagB"]
+    assert sub.code_set == [java_string_hash("TagA"), java_string_hash("TagB")]
+    assert SubscriptionData.build("T", "*").matches_all
+    assert SubscriptionData.build("T", "").sub_string == "*"
