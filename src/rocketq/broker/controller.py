@@ -45,6 +45,9 @@ def store_config_of(cfg: BrokerConfig):
         max_index_num=cfg["maxIndexNum"],
         message_index_enable=cfg["messageIndexEnable"],
         broker_role=cfg["brokerRole"],
+        message_delay_level=cfg["messageDelayLevel"],
+        max_transfer_bytes_on_message_in_memory=cfg["maxTransferBytesOnMessageInMemory"],
+        max_transfer_count_on_message_in_memory=cfg["maxTransferCountOnMessageInMemory"],
     )
 
 

@@ -127,7 +127,10 @@ class ScheduleMessageService:
                     offset = msg.queue_offset + 1
                     self._advance(level, offset)
             finally:
-                result.release()
+                try:
+                    result.release()
+                except (BufferError, ValueError):
+                    pass
 
     def _advance(self, level: int, offset: int) -> None:
         self.offsets[level] = offset

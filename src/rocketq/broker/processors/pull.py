@@ -114,10 +114,9 @@ class PullProcessor:
         if allow_suspend and h.sys_flag & PullSysFlag.COMMIT_OFFSET and h.commit_offset >= 0:
             ctl.offsets.commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
         if code == _F.SUCCESS:
-            resp = request.response(code, None, ext, result.buffers)
-            ctl.loop.call_soon(result.release)  # after the channel wrote the slices
-            return resp
-        result.release()
+            # The views go straight to the transport; they are dropped (not released) once written,
+            # since uvloop may still hold them after writelines() returns.
+            return request.response(code, None, ext, result.buffers)
         if code == _F.PULL_NOT_FOUND and allow_suspend and h.sys_flag & PullSysFlag.SUSPEND:
             timeout_s = h.suspend_timeout_millis / 1000.0 if self.long_polling else self.short_polling_s
             timeout_s = min(max(timeout_s, 0.0), 3600.0)

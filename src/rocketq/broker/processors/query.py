@@ -53,7 +53,4 @@ class QueryProcessor:
             return request.response(
                 ResponseCode.QUERY_NOT_FOUND, "can not find message, maybe time range not correct", ext
             )
-        release = getattr(result, "release", None)
-        if release is not None:
-            self.ctl.loop.call_soon(release)
         return request.response(ResponseCode.SUCCESS, None, ext, list(result.buffers))

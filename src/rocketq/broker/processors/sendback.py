@@ -97,7 +97,7 @@ class SendBackProcessor:
         if PROPERTY_DELAY_TIME_LEVEL in props:
             moved = ctl.delay_levels.redirect(props, topic, queue_id, now_ms)
             if moved is not None:
-                topic, queue_id, tags_code = moved
+                topic, queue_id, _ = moved  # the store derives the delivery time (tags code)
         inner = self.MessageToStore(
             topic=topic,
             queue_id=queue_id,
