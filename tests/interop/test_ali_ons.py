@@ -255,3 +255,106 @@ def test_node_scripts_fail_loudly_without_topic(standalone: Standalone) -> None:
     )
     assert run.wait(60) != 0
     assert run.of("fatal")
+
+
+# -- legs with the rocketq Python client ------------------------------------------------------------------
+def _collect_python(group: str, namesrv: str, topic: str, expr: str, expect: int, timeout: float = 30.0):
+    """Start a rocketq PushConsumer, wait for `expect` messages, return them (and the consumer, shut down)."""
+    import threading
+
+    from rocketq import ConsumeFromWhere, ConsumeResult, PushConsumer
+
+    got: list = []
+    lock = threading.Lock()
+    done = threading.Event()
+
+    def listener(msgs: list) -> ConsumeResult:
+        with lock:
+            got.extend(msgs)
+            if len(got) >= expect:
+                done.set()
+        return ConsumeResult.SUCCESS
+
+    consumer = PushConsumer(
+        group, namesrv=namesrv, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+    )
+    consumer.subscribe(topic, expr)
+    consumer.register_listener(listener)
+    consumer.start()
+    try:
+        done.wait(timeout)
+        time.sleep(0.5)  # anything filtered wrongly would show up now
+    finally:
+        consumer.shutdown()
+    with lock:
+        return list(got)
+
+
+def test_ali_ons_producer_to_python_push_consumer(standalone: Standalone) -> None:
+    topic = unique("AliToPy")
+    create_topic(standalone, topic)
+    msgs = [
+        {
+            "topic": topic,
+            "tags": ["TagA", "TagB", "TagC"][i % 3],
+            "keys": [f"order-{i}", "x"],
+            "body": f"ali-{i}",
+        }
+        for i in range(9)
+    ]
+    msgs.append(
+        {"topic": topic, "tags": "TagC", "body": "ALIBIG", "size": BIG, "properties": {"color": "red"}}
+    )
+    sent = run_node(
+        "producer.js", {"nameSrv": standalone.namesrv, "group": unique("PG"), "messages": msgs}
+    ).of("sent")
+    assert len(sent) == 10
+
+    got = _collect_python(unique("PYCG"), standalone.namesrv, topic, "TagA || TagC", expect=7)
+    assert sorted(m.tags for m in got) == ["TagA"] * 3 + ["TagC"] * 4
+    small = {m.body.decode(): m for m in got if len(m.body) < 100}
+    assert sorted(small) == ["ali-0", "ali-2", "ali-3", "ali-5", "ali-6", "ali-8"]
+    assert small["ali-3"].keys == ["order-3", "x"]
+    assert small["ali-3"].msg_id == sent[3]["msgId"]  # no UNIQ_KEY from ali-ons: msgId is the offsetMsgId
+    (big,) = [m for m in got if len(m.body) >= 100]
+    assert sha1(big.body) == sent[-1]["bodySha1"]  # decompressed by the Python client
+    assert big.properties.get("color") == "red"
+
+
+def test_python_producer_to_ali_ons_consumer(standalone: Standalone) -> None:
+    from rocketq import Message, Producer, SendStatus
+
+    topic = unique("PyToAli")
+    create_topic(standalone, topic)
+    big = big_body("PYCLIENTBIG")
+    with Producer(unique("PYPG"), namesrv=standalone.namesrv) as producer:
+        results = [
+            producer.send(
+                Message(topic, f"pyc-{i}".encode(), tags="TagA" if i % 2 == 0 else "TagB", keys=[f"k{i}"])
+            )
+            for i in range(6)
+        ]
+        results.append(producer.send(Message(topic, big, tags="TagA", properties={"shape": "round"})))
+    assert {r.status for r in results} == {SendStatus.SEND_OK}
+
+    run = run_node(
+        "consumer.js",
+        {
+            "nameSrv": standalone.namesrv,
+            "group": unique("CG"),
+            "topic": topic,
+            "subExpression": "TagA",
+            "expect": 4,
+            "timeoutMs": 40000,
+        },
+        timeout=60,
+    )
+    got = run.of("msg")
+    assert all(m["tags"] == "TagA" for m in got), run.report()
+    assert sorted(m["bodyHead"] for m in got if m["bodyLen"] < 100) == ["pyc-0", "pyc-2", "pyc-4"]
+    assert {m["keys"] for m in got if m["bodyLen"] < 100} == {"k0", "k2", "k4"}
+    (big_msg,) = [m for m in got if m["bodyLen"] >= 100]
+    assert big_msg["bodySha1"] == sha1(big), "the Python client's zlib body must inflate in ali-ons"
+    assert big_msg["properties"].get("shape") == "round"
+    # ali-ons reports the offsetMsgId; the Python client returned the same one
+    assert {m["msgId"] for m in got} <= {r.offset_msg_id for r in results}
