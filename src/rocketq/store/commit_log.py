@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 
 from rocketq.protocol import sysflag as sf
+from rocketq.protocol.properties import TRANS_HALF_TOPIC
 from rocketq.protocol.record import (
     _OFFSET_MSG_ID as _MSGID,
 )
@@ -21,6 +22,7 @@ from rocketq.protocol.record import (
     BLANK_MAGIC_CODE,
     END_FILE_MIN_BLANK_LENGTH,
     FIXED_SIZE,
+    _ip_cache,
     encode_record_into,
     ip4_bytes,
 )
@@ -34,8 +36,6 @@ log = logging.getLogger(__name__)
 
 # (phys_offset, size, tags_code, queue_offset, topic, queue_id, store_timestamp) -> None, under the lock
 CQDispatch = Callable[[int, int, int, int, str, int, int], None]
-
-_NON_CONSUMABLE = (sf.TRANSACTION_PREPARED_TYPE, sf.TRANSACTION_ROLLBACK_TYPE)
 
 
 class CommitLog:
@@ -55,6 +55,9 @@ class CommitLog:
         self.append_ts = 0  # store timestamp of the newest appended record
         self.confirm_offset = -1
         self._tail: MappedFile | None = None
+        # ConsumeQueues, written inline under the put lock (set by MessageStore)
+        self.cq_table: dict = {}
+        self.cq_create: Callable = lambda topic, qid: None
 
     # --- offsets ---
     @property
@@ -97,10 +100,10 @@ class CommitLog:
         pb: bytes,
         crc: int,
         tags_code: int | None,
-        cq_dispatch: CQDispatch,
         schedule_tags: Callable[[int], int] | None,
     ) -> tuple[int, int, int, int] | PutMessageStatus:
-        """Append one record; returns (phys_offset, size, queue_offset, store_timestamp) or a status."""
+        """Append one record and its CQ unit; returns (phys_offset, size, queue_offset, store_timestamp) or
+        a status. The hot path: everything below is inlined on purpose."""
         body = msg.body
         size = FIXED_SIZE + len(body) + len(tb) + len(pb)
         if size > self.max_message_size or size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
@@ -108,22 +111,25 @@ class CommitLog:
         sys_flag = msg.sys_flag
         topic = msg.topic
         qid = msg.queue_id
-        born_ip4 = ip4_bytes(msg.born_host[0])
-        consumable = (sys_flag & sf.TRANSACTION_TYPE_MASK) not in _NON_CONSUMABLE
+        born_host = msg.born_host
+        born_ip4 = _ip_cache.get(born_host[0]) or ip4_bytes(born_host[0])
+        consumable = (sys_flag & 0x4) == 0 or topic == TRANS_HALF_TOPIC  # not PREPARED (0x4) / ROLLBACK (0xC)
+        key = (topic, qid)
         with self.lock:
-            try:
-                mf = self._segment_for(size)
-            except OSError as e:
-                log.error("commitlog: cannot create segment: %s", e)
-                return PutMessageStatus.CREATE_MAPEDFILE_FAILED
+            mf = self._tail
+            if mf is None or mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+                try:
+                    mf = self._segment_for(size)
+                except OSError as e:
+                    log.error("commitlog: cannot create segment: %s", e)
+                    return PutMessageStatus.CREATE_MAPEDFILE_FAILED
             store_ts = time.time_ns() // 1_000_000
-            key = (topic, qid)
             qoff = self.topic_queue_table.get(key, 0) if consumable else 0
             pos = mf.wrote_position
             phys = mf.file_from_offset + pos
             encode_record_into(
                 mf.mm, pos, body, tb, pb, qid, msg.flag, qoff, phys, sys_flag, msg.born_timestamp, born_ip4,
-                msg.born_host[1], store_ts, self.store_ip4, self.store_port, msg.reconsume_times,
+                born_host[1], store_ts, self.store_ip4, self.store_port, msg.reconsume_times,
                 msg.prepared_transaction_offset, crc,
             )  # fmt: skip
             mf.wrote_position = pos + size
@@ -133,7 +139,9 @@ class CommitLog:
                 self.topic_queue_table[key] = qoff + 1
                 if tags_code is None:
                     tags_code = schedule_tags(store_ts) if schedule_tags is not None else 0
-                cq_dispatch(phys, size, tags_code, qoff, topic, qid, store_ts)
+                cq = self.cq_table.get(key) or self.cq_create(topic, qid)
+                if not cq.put(phys, size, tags_code, qoff):
+                    log.error("consume queue %s/%d: cannot write unit %d", topic, qid, qoff)
         return phys, size, qoff, store_ts
 
     def append_batch(

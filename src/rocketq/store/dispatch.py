@@ -24,6 +24,7 @@ from rocketq.protocol.properties import (
     PROPERTY_TAGS,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     SCHEDULE_TOPIC,
+    TRANS_HALF_TOPIC,
     decode_properties,
 )
 from rocketq.protocol.record import (
@@ -173,10 +174,46 @@ def read_dispatch_request(
     return r
 
 
-def goes_to_consume_queue(sys_flag: int) -> bool:
-    """Prepared and rollback transaction records are not consumable (RocketMQ: no CQ unit, queue offset 0)."""
+def goes_to_consume_queue(sys_flag: int, topic: str) -> bool:
+    """Prepared and rollback transaction records are not consumable (RocketMQ: no CQ unit, queue offset 0).
+    Exception: half messages in RMQ_SYS_TRANS_HALF_TOPIC are indexed even if the broker kept the PREPARED
+    flag (RocketMQ resets it to NOT_TYPE before storing them; the transaction checker reads that queue)."""
     t = sys_flag & sf.TRANSACTION_TYPE_MASK
-    return t == sf.TRANSACTION_NOT_TYPE or t == sf.TRANSACTION_COMMIT_TYPE
+    return t == sf.TRANSACTION_NOT_TYPE or t == sf.TRANSACTION_COMMIT_TYPE or topic == TRANS_HALF_TOPIC
+
+
+def _index_fields(
+    view: memoryview, pos: int, rec_end: int
+) -> tuple[str, str | None, str | None, int, int] | None:
+    """(topic, KEYS, UNIQ_KEY, store timestamp, sysflag) of a complete record; None if garbled."""
+    try:
+        sys_flag = _I32.unpack_from(view, pos + 36)[0]
+        p = pos + 48 + (20 if sys_flag & sf.BORNHOST_V6_FLAG else 8)
+        store_ts = _I64.unpack_from(view, p)[0]
+        p += 8 + (20 if sys_flag & sf.STOREHOST_ADDRESS_V6_FLAG else 8) + 12
+        p += 4 + _I32.unpack_from(view, p)[0]
+        if _I32.unpack_from(view, pos + 4)[0] == MAGIC_CODE_V2:
+            tlen = _I16.unpack_from(view, p)[0]
+            p += 2
+        else:
+            tlen = view[p]
+            p += 1
+        topic = str(view[p : p + tlen], "utf-8")
+        p += tlen
+        plen = _I16.unpack_from(view, p)[0]
+        p += 2
+        if plen < 0 or p + plen > rec_end:
+            return None
+        props = decode_properties(view[p : p + plen])
+    except (struct.error, UnicodeDecodeError, IndexError):
+        return None
+    return (
+        topic,
+        props.get(PROPERTY_KEYS),
+        props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+        store_ts,
+        sys_flag,
+    )
 
 
 class IndexHook(Protocol):
@@ -279,13 +316,14 @@ class IndexDispatchService:
                 or mf.mm.find(b"UNIQ_KEY\x01", pos, pos + size) >= 0
             )
             if has_keys:
-                req = read_dispatch_request(view, pos, off, False, self.delay_table, wrote)
-                if isinstance(req, int):
+                parsed = _index_fields(view, pos, pos + size)
+                if parsed is None:
                     log.error("index dispatch: unreadable record at %d, skipping to the end", off)
                     self.next_offset = end
                     break
-                if (req.sys_flag & sf.TRANSACTION_TYPE_MASK) != sf.TRANSACTION_ROLLBACK_TYPE:
-                    self.index.build_index(req.topic, req.keys, req.uniq_key, off, req.store_timestamp)
+                topic, keys, uniq, store_ts, sys_flag = parsed
+                if (sys_flag & sf.TRANSACTION_TYPE_MASK) != sf.TRANSACTION_ROLLBACK_TYPE:
+                    self.index.build_index(topic, keys, uniq, off, store_ts)
             self.next_offset = rec_end
             progressed = True
             n += 1

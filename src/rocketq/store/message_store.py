@@ -64,6 +64,8 @@ class MessageStore:
         self.allocator = AllocateMappedFileService(config.preallocate_commitlog)
         self.commit_log = CommitLog(config, store_host, self.allocator)
         self.consume_queue_table: dict[tuple[str, int], ConsumeQueue] = {}
+        self.commit_log.cq_table = self.consume_queue_table
+        self.commit_log.cq_create = self._cq
         self.checkpoint: StoreCheckpoint | None = None
         self.index_service = index_service
         self.index_dispatcher: IndexDispatchService | None = None
@@ -71,6 +73,7 @@ class MessageStore:
         self.cq_flush_service: FlushConsumeQueueService | None = None
         self._listener: Callable[[str, int, int], None] | None = None
         self._running = False
+        self._writable = False  # running and not a slave: the put fast path checks only this
         self._shutdown = False
         self._delay_table = config.delay_level_table_ms()
         self._sync = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
@@ -159,6 +162,7 @@ class MessageStore:
         if self.index_dispatcher is not None:
             self.index_dispatcher.start()
         self._running = True
+        self._writable = cfg.broker_role is not BrokerRole.SLAVE
 
     def _index_has_entries(self) -> bool:
         files = getattr(self.index_service, "files", None)
@@ -193,7 +197,7 @@ class MessageStore:
                 self.consume_queue_table[(topic, int(q))] = cq
 
     def _redispatch(self, req: DispatchRequest) -> None:
-        if goes_to_consume_queue(req.sys_flag):
+        if goes_to_consume_queue(req.sys_flag, req.topic):
             self._cq(req.topic, req.queue_id).put(
                 req.commit_log_offset, req.msg_size, req.tags_code, req.consume_queue_offset
             )
@@ -204,6 +208,7 @@ class MessageStore:
             return
         self._shutdown = True
         self._running = False
+        self._writable = False
         if self.index_dispatcher is not None:
             self.index_dispatcher.shutdown(drain=True)
         if self.flush_service is not None:
@@ -282,9 +287,11 @@ class MessageStore:
         return lambda store_ts: compute_tags_code(SCHEDULE_TOPIC, props, store_ts, table)
 
     def put_message(self, msg: MessageToStore) -> PutMessageResult:
-        tb = self._check(msg.topic)
-        if tb.__class__ is not bytes:
-            return self._fail(tb)  # type: ignore[arg-type]
+        tb = self._topic_bytes.get(msg.topic) if self._writable else None
+        if tb is None:
+            tb = self._check(msg.topic)
+            if tb.__class__ is not bytes:
+                return self._fail(tb)  # type: ignore[arg-type]
         props = msg.properties
         if props:
             pb = properties_to_string(props).encode()
@@ -301,7 +308,7 @@ class MessageStore:
                 tags = props.get(PROPERTY_TAGS) if props else None
                 tags_code = tag_hash_code(tags) if tags else 0
         crc = body_crc(msg.body)
-        r = self.commit_log.append_one(msg, tb, pb, crc, tags_code, self._cq_dispatch, schedule)  # type: ignore[arg-type]
+        r = self.commit_log.append_one(msg, tb, pb, crc, tags_code, schedule)  # type: ignore[arg-type]
         if r.__class__ is not tuple:
             return self._fail(r)  # type: ignore[arg-type]
         phys, size, qoff, store_ts = r  # type: ignore[misc]
