@@ -358,3 +358,63 @@ def test_python_producer_to_ali_ons_consumer(standalone: Standalone) -> None:
     assert big_msg["properties"].get("shape") == "round"
     # ali-ons reports the offsetMsgId; the Python client returned the same one
     assert {m["msgId"] for m in got} <= {r.offset_msg_id for r in results}
+
+
+def test_ali_ons_consumer_resumes_from_committed_offset(standalone: Standalone) -> None:
+    """ali-ons persists offsets with UPDATE_CONSUMER_OFFSET (flag 0, -1 for 0); a restart resumes there."""
+    topic = unique("AliResume")
+    group = unique("CGRES")
+    create_topic(standalone, topic, queues=2)
+    pg = unique("PG")
+    first = [{"topic": topic, "tags": "T", "body": f"first-{i}"} for i in range(6)]
+    run_node("producer.js", {"nameSrv": standalone.namesrv, "group": pg, "messages": first})
+    cfg = {
+        "nameSrv": standalone.namesrv,
+        "group": group,
+        "topic": topic,
+        "timeoutMs": 40000,
+        "lingerMs": 2500,
+    }
+    run1 = run_node("consumer.js", {**cfg, "expect": 6}, timeout=60)
+    assert sorted(m["bodyHead"] for m in run1.of("msg")) == sorted(f"first-{i}" for i in range(6))
+
+    prog = mqadmin_ok(standalone.namesrv, "consumerProgress", "-g", group)
+    assert "Diff Total: 0" in prog, prog
+
+    second = [{"topic": topic, "tags": "T", "body": f"second-{i}"} for i in range(3)]
+    run_node("producer.js", {"nameSrv": standalone.namesrv, "group": pg, "messages": second})
+    run2 = run_node("consumer.js", {**cfg, "expect": 3}, timeout=60)
+    assert sorted(m["bodyHead"] for m in run2.of("msg")) == ["second-0", "second-1", "second-2"], (
+        run2.report()
+    )
+
+
+def test_ali_ons_new_group_last_offset_sees_young_queue_history(standalone: Standalone) -> None:
+    """CONSUME_FROM_LAST_OFFSET (ali-ons' default) for a new group: as in RocketMQ 4.9.8, the broker answers
+    QUERY_CONSUMER_OFFSET with 0 while the queue's first message is still there (apache/rocketmq#334), so
+    ali-ons starts at 0 and also sees the history; it does not fall back to GET_MAX_OFFSET."""
+    topic = unique("AliLast")
+    create_topic(standalone, topic, queues=1)
+    pg = unique("PG")
+    old = [{"topic": topic, "tags": "T", "body": f"old-{i}"} for i in range(3)]
+    run_node("producer.js", {"nameSrv": standalone.namesrv, "group": pg, "messages": old})
+    consumer = NodeRun(
+        "consumer.js",
+        {
+            "nameSrv": standalone.namesrv,
+            "group": unique("CGLAST"),
+            "topic": topic,
+            "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET",
+            "expect": 5,
+            "timeoutMs": 40000,
+        },
+    )
+    try:
+        consumer.wait_for("ready", timeout=30)
+        new = [{"topic": topic, "tags": "T", "body": f"new-{i}"} for i in range(2)]
+        run_node("producer.js", {"nameSrv": standalone.namesrv, "group": pg, "messages": new})
+        assert consumer.wait(60) == 0, consumer.report()
+    finally:
+        consumer.kill()
+    got = sorted(m["bodyHead"] for m in consumer.of("msg"))
+    assert got == ["new-0", "new-1", "old-0", "old-1", "old-2"], consumer.report()
