@@ -117,6 +117,14 @@ class FaultFS:
         else:
             os.makedirs(dest_dir)
         self._reload_synced_ends(live_dir)
+        # files the store never reported (e.g. the abort marker, created without fsync): the directory entry
+        # survives (journaled metadata) but not their data, the classic zero-length file after a crash
+        for dirpath, _dirs, files in os.walk(live_dir):
+            for name in files:
+                out = os.path.join(dest_dir, os.path.relpath(os.path.join(dirpath, name), live_dir))
+                if not os.path.exists(out):
+                    os.makedirs(os.path.dirname(out), exist_ok=True)
+                    open(out, "wb").close()
         for ap, synced in self.synced_end.items():
             if not ap.startswith(os.path.abspath(live_dir) + os.sep) or not os.path.exists(ap):
                 continue
