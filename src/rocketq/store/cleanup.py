@@ -230,6 +230,44 @@ class CleanService:
         self._last_min_phy = min_phy
 
 
+class MessageStoreAdapter:
+    """StoreForCleanup over rocketq.store.MessageStore's parts (commit_log.mfq, consume_queue_table)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def commitlog_segments(self) -> list[tuple[str, int]]:
+        return [(mf.path, mf.file_from_offset) for mf in list(self.store.commit_log.mfq.files)]
+
+    def delete_commitlog_segment(self, path: str) -> bool:
+        mfq = self.store.commit_log.mfq
+        files = mfq.files
+        if len(files) < 2 or files[0].path != path:
+            return False  # only ever the oldest, never the active one
+        return len(mfq.delete_first_files(1)) == 1
+
+    @property
+    def min_phy_offset(self) -> int:
+        return self.store.min_phy_offset
+
+    def delete_expired_consume_queues(self, min_phy_offset: int) -> int:
+        n = 0
+        for cq in list(self.store.consume_queue_table.values()):
+            n += cq.delete_expired_file(min_phy_offset)
+            first = cq.mfq.first()
+            if first is not None and cq.min_logic_offset < first.file_from_offset:
+                # the queue's minimum may not point into a deleted file (notes-store-faults.md §5.7)
+                cq.min_logic_offset = first.file_from_offset
+                cq.correct_min_offset(min_phy_offset)
+        return n
+
+
+def for_message_store(store: Any, **kwargs: Any) -> CleanService:
+    """The CleanService a MessageStore starts: `self.clean = cleanup.for_message_store(self)`."""
+    kwargs.setdefault("index_service", getattr(store, "index_service", None))
+    return CleanService(MessageStoreAdapter(store), store.config, **kwargs)
+
+
 def _commitlog_dir(config: Any) -> str:
     d = getattr(config, "commitlog_dir", None)
     if d:
