@@ -28,6 +28,19 @@ HandlerResult = Union[RemotingCommand, None, Awaitable[RemotingCommand | None]] 
 Handler = Callable[["Channel", RemotingCommand], HandlerResult]
 
 _channel_ids = itertools.count(1)
+_JOIN_LIMIT = 64 * 1024
+
+
+def _send(transport: Any, parts: list[Any]) -> None:
+    # Many small frames: one joined write is cheaper than writelines over them. Large bodies (mapped
+    # file slices) keep their zero-copy path.
+    if len(parts) > 1 and sum(map(len, parts)) <= _JOIN_LIMIT:
+        transport.write(b"".join(parts))
+    else:
+        transport.writelines(parts)
+
+
+_INF = float("inf")
 
 
 def _fmt_addr(sockaddr: Any) -> str:
@@ -68,6 +81,7 @@ class Channel(asyncio.Protocol):
         *,
         max_frame_size: int = MAX_FRAME_SIZE,
         on_lost: Callable[[Channel], None] | None = None,
+        coalesce_writes: bool = False,
     ) -> None:
         self.id = next(_channel_ids)
         self.remote_addr = ""
@@ -79,13 +93,20 @@ class Channel(asyncio.Protocol):
         self._decoder = FrameDecoder(max_frame_size)
         self._transport: asyncio.Transport | None = None
         self._loop = asyncio.get_running_loop()
-        self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        # opaque -> (future, deadline). One timer per channel, armed for the earliest deadline, expires
+        # them: cheaper than a timer handle per request.
+        self._pending: dict[int, tuple[asyncio.Future[RemotingCommand], float]] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = _INF
         self._tasks: set[asyncio.Task[None]] = set()
         self._next_opaque = itertools.count(1)
         self._on_lost = on_lost
         self._closed_fut: asyncio.Future[None] = self._loop.create_future()
         self._write_paused = False
         self._drain_waiters: list[asyncio.Future[None]] = []
+        self._cork: list[Any] | None = None  # set while handling one read's frames
+        self._wq: list[Any] | None = None  # outgoing requests waiting for the end of this loop turn
+        self.coalesce_writes = coalesce_writes
 
     def __repr__(self) -> str:
         return (
@@ -107,15 +128,29 @@ class Channel(asyncio.Protocol):
             log.warning("closing %s: malformed frame: %s", self.remote_addr, exc)
             self.close()
             return
-        for cmd in commands:
-            if cmd.flag & FLAG_RESPONSE:
-                fut = self._pending.pop(cmd.opaque, None)
-                if fut is not None and not fut.done():
-                    fut.set_result(cmd)
-            else:
-                self._dispatch(cmd)
-            if self.closed:
-                return
+        if len(commands) == 1:
+            self._handle(commands[0])
+            return
+        # Several frames in one read (pipelined requests): cork, so that the inline responses
+        # leave in one writelines (one send syscall) instead of one each.
+        self._cork = cork = []
+        try:
+            for cmd in commands:
+                self._handle(cmd)
+                if self.closed:
+                    return
+        finally:
+            self._cork = None
+            if cork and self._transport is not None:
+                _send(self._transport, cork)
+
+    def _handle(self, cmd: RemotingCommand) -> None:
+        if cmd.flag & FLAG_RESPONSE:
+            entry = self._pending.pop(cmd.opaque, None)
+            if entry is not None and not entry[0].done():
+                entry[0].set_result(cmd)
+        else:
+            self._dispatch(cmd)
 
     def eof_received(self) -> bool:
         return False  # close our side too
@@ -124,7 +159,10 @@ class Channel(asyncio.Protocol):
         self.closed = True
         self._transport = None
         pending, self._pending = self._pending, {}
-        for fut in pending.values():
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        for fut, _ in pending.values():
             if not fut.done():
                 fut.set_exception(RemotingConnectError(self.remote_addr, "connection closed"))
         self._wake_drain_waiters()
@@ -239,7 +277,11 @@ class Channel(asyncio.Protocol):
             parts = response.frame_parts()
         except ProtocolError as exc:  # e.g. a response body over the frame limit
             parts = request.response(ResponseCode.SYSTEM_ERROR, str(exc)).frame_parts()
-        self._transport.writelines(parts)
+        cork = self._cork
+        if cork is not None:
+            cork.extend(parts)
+        else:
+            self._transport.writelines(parts)
 
     # -- outgoing --------------------------------------------------------------------------
     def write_command(self, cmd: RemotingCommand) -> None:
@@ -247,7 +289,23 @@ class Channel(asyncio.Protocol):
         transport = self._transport
         if transport is None or transport.is_closing():
             raise RemotingSendRequestError(self.remote_addr, "channel closed")
-        transport.writelines(cmd.frame_parts())
+        parts = cmd.frame_parts()
+        if self._cork is not None:
+            self._cork.extend(parts)
+        elif not self.coalesce_writes or (self._wq is None and len(self._pending) <= 1):
+            # Nothing else in flight (a lone round trip): send now, a loop turn of delay buys nothing.
+            transport.writelines(parts)
+        elif self._wq is None:
+            # Requests issued by many tasks in the same loop turn go out in one send at the end of it.
+            self._wq = parts
+            self._loop.call_soon(self._flush_wq)
+        else:
+            self._wq.extend(parts)
+
+    def _flush_wq(self) -> None:
+        q, self._wq = self._wq, None
+        if q and self._transport is not None:
+            _send(self._transport, q)
 
     async def drain(self) -> None:
         """Wait until the transport's write buffer is below its high-water mark."""
@@ -261,21 +319,42 @@ class Channel(asyncio.Protocol):
         opaque = next(self._next_opaque) & 0x7FFFFFFF
         request.opaque = opaque
         request.flag &= ~(FLAG_RESPONSE | FLAG_ONEWAY)
-        fut: asyncio.Future[RemotingCommand] = self._loop.create_future()
-        self._pending[opaque] = fut
+        loop = self._loop
+        fut: asyncio.Future[RemotingCommand] = loop.create_future()
+        deadline = loop.time() + timeout_s
+        self._pending[opaque] = (fut, deadline)
         try:
             self.write_command(request)
         except BaseException:
             self._pending.pop(opaque, None)
             raise
-        handle = self._loop.call_later(timeout_s, _expire, fut)
+        if deadline < self._timer_at:
+            self._arm(deadline)
         try:
             return await fut
         except TimeoutError:
             raise RemotingTimeoutError(self.remote_addr, timeout_s) from None
         finally:
-            handle.cancel()
             self._pending.pop(opaque, None)
+
+    def _arm(self, when: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = when
+        self._timer = self._loop.call_at(when, self._expire_pending)
+
+    def _expire_pending(self) -> None:
+        self._timer, self._timer_at = None, _INF
+        now = self._loop.time()
+        nearest = _INF
+        for fut, deadline in list(self._pending.values()):
+            if deadline <= now + 0.001:  # timers may fire up to a clock tick early
+                if not fut.done():
+                    fut.set_exception(TimeoutError())
+            elif deadline < nearest:
+                nearest = deadline
+        if nearest < _INF:
+            self._arm(nearest)
 
     def invoke_oneway(self, request: RemotingCommand) -> None:
         """Send a request flagged ONEWAY; the peer never answers it."""
@@ -306,8 +385,3 @@ class Channel(asyncio.Protocol):
             t.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
-
-
-def _expire(fut: asyncio.Future[RemotingCommand]) -> None:
-    if not fut.done():
-        fut.set_exception(TimeoutError())

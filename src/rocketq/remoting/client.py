@@ -36,8 +36,11 @@ class RemotingClient:
         *,
         connect_timeout_s: float = 3.0,
         max_frame_size: int = MAX_FRAME_SIZE,
+        coalesce_writes: bool = True,
     ) -> None:
         self.rpc_hook = rpc_hook
+        # Batch the requests many tasks send in one loop turn into one send() (costs one loop turn).
+        self.coalesce_writes = coalesce_writes
         self.connect_timeout_s = connect_timeout_s
         self.max_frame_size = max_frame_size
         # Processors for server-initiated requests. The hook is a client-side concern here, so the
@@ -88,7 +91,12 @@ class RemotingClient:
         loop = asyncio.get_running_loop()
 
         def factory() -> Channel:
-            return Channel(self._dispatcher, max_frame_size=self.max_frame_size, on_lost=self._lost)
+            return Channel(
+                self._dispatcher,
+                max_frame_size=self.max_frame_size,
+                on_lost=self._lost,
+                coalesce_writes=self.coalesce_writes,
+            )
 
         try:
             _, ch = await asyncio.wait_for(loop.create_connection(factory, host, port), timeout_s)

@@ -474,3 +474,30 @@ def test_server_close_is_graceful_for_in_flight_handlers() -> None:
             assert (await fut).remark == "slow"
 
     arun(body)
+
+
+def test_mixed_timeouts_on_one_connection_each_expire_on_time() -> None:
+    async def body() -> None:
+        async with _server() as server, RemotingClient() as client:
+
+            async def timed(timeout: float) -> float:
+                t0 = time.monotonic()
+                with pytest.raises(RemotingTimeoutError):
+                    req = RemotingCommand.request(SLOW, {"sleep": "3"})
+                    await client.invoke(server.address, req, timeout)
+                return time.monotonic() - t0
+
+            await client.get_channel(server.address)
+            long_one = asyncio.ensure_future(timed(0.6))
+            await asyncio.sleep(0.01)
+            short = await timed(0.1)  # armed earlier than the pending long one
+            assert 0.09 <= short < 0.4, short
+            assert 0.59 <= await long_one < 1.0
+            # and the other order
+            short_f = asyncio.ensure_future(timed(0.1))
+            long_f = asyncio.ensure_future(timed(0.3))
+            s, lo = await asyncio.gather(short_f, long_f)
+            assert 0.09 <= s < 0.3 and 0.29 <= lo < 0.6, (s, lo)
+            assert (await client.invoke(server.address, _fast(1))).code == 0
+
+    arun(body)
