@@ -202,17 +202,15 @@ def main() -> None:
             proc.kill()
             proc.wait()
 
+    pinning = f"server on CPU {server_cpu}, load generator on CPU 0" if server_cpu is not None else "unpinned"
     print(
-        f"\nmachine: nproc={ncpu}, {platform.processor() or platform.machine()}, "
-        f"Python {platform.python_version()}, uvloop {'on' if uvloop_enabled() else 'off'}, "
-        f"server pinned to CPU {server_cpu}, load generator to CPU 0"
-        if server_cpu is not None
-        else ""
+        f"\nmachine: nproc={ncpu}, {platform.machine()}, Python {platform.python_version()}, "
+        f"uvloop {'on' if uvloop_enabled() else 'off'}, "
+        f"client request coalescing {'on' if COALESCE else 'off'}, "
+        f"{pinning}, load average {os.getloadavg()[0]:.2f} at the end"
     )
-    print(f"command: {' '.join(['python', 'bench/remoting_bench.py', *sys.argv[1:]])}\n")
-    print(
-        "| in flight | bare asyncio echo rt/s (median [min–max]) | rocketq remoting rt/s | ratio median [min–max] |"
-    )
+    print(f"command: {' '.join(['.venv/bin/python', 'bench/remoting_bench.py', *sys.argv[1:]])}\n")
+    print("| in flight | bare asyncio echo rt/s median [min–max] | rocketq rt/s | ratio median [min–max] |")
     print("|---|---|---|---|")
     for w in windows:
         echo = [s.rate for s in results[("echo", w)]]
