@@ -9,6 +9,7 @@ Frame layout (big-endian):
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -32,6 +33,7 @@ _BIN_FIXED = struct.Struct(">hbhii")  # code, language, version, opaque, flag
 _I16 = struct.Struct(">h")
 _U16 = struct.Struct(">H")
 
+_DECIMAL = re.compile(r"-?[0-9]{1,19}")
 _LANG_BY_ORDINAL = {lc.value: lc.name for lc in LanguageCode}
 
 
@@ -234,9 +236,10 @@ def _decode_json_header(raw: memoryview) -> dict[str, Any]:
 def _header_int(obj: dict[str, Any], key: str, default: int = 0) -> int:
     value = obj.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, str) and value.lstrip("-").isdigit():
-            return int(value)
-        raise ProtocolError(f"header field {key!r} must be an integer, got {value!r}")
+        # Lenient about quoted numbers, but only plain ASCII decimals (int() alone accepts "1_0", " 5", "٣").
+        if not isinstance(value, str) or _DECIMAL.fullmatch(value) is None:
+            raise ProtocolError(f"header field {key!r} must be an integer, got {value!r:.40}")
+        value = int(value)
     if not -(2**31) <= value < 2**31:
         raise ProtocolError(f"header field {key!r} out of int32 range")
     return value
@@ -248,7 +251,8 @@ def _command_from_json(raw: memoryview, body: memoryview) -> RemotingCommand:
     if ext_raw is None:
         ext: dict[str, str] = {}
     elif isinstance(ext_raw, dict):
-        ext = {str(k): _coerce_ext_value(v) for k, v in ext_raw.items()}
+        # A null value means "absent" (Java's header decoding skips nulls), not "".
+        ext = {str(k): _coerce_ext_value(v) for k, v in ext_raw.items() if v is not None}
     else:
         raise ProtocolError("extFields must be an object")
     remark = obj.get("remark")
