@@ -376,3 +376,48 @@ def test_200_concurrent_clients(namesrv: RocketqProcess) -> None:
 
     arun(body)
     assert namesrv.alive()
+
+
+def test_config_file_sets_port_kv_path_and_intervals(tmp_path: Path) -> None:
+    from tests.helpers.procs import NAMESRV_BOOT_LINE, free_port, start_rocketq
+
+    port = free_port()
+    kv_path = tmp_path / "custom" / "kv.json"
+    conf = tmp_path / "namesrv.conf"
+    conf.write_text(
+        f"# a comment\nlistenPort={port}\nkvConfigPath = {kv_path}\n"
+        "brokerChannelExpiredTime=500\nscanNotActiveBrokerInterval=100\n"
+    )
+    proc = start_rocketq(["namesrv", "-c", str(conf)], boot_line=NAMESRV_BOOT_LINE, port=port)
+
+    async def body() -> None:
+        async with RemotingClient() as c:
+            req = RemotingCommand.request(C.PUT_KV_CONFIG, {"namespace": "N", "key": "k", "value": "v"})
+            assert (await c.invoke(proc.addr, req)).code == 0
+            assert (await c.invoke(proc.addr, register_request("b", "127.0.0.1:1234", {"E": 1}))).code == 0
+            assert await route(c, proc.addr, "E") is not None
+
+            async def gone() -> bool:
+                return await route(c, proc.addr, "E") is None
+
+            await wait_until(gone, 3)  # 0.5 s expiry from the config file
+
+    try:
+        arun(body)
+    finally:
+        assert proc.stop() == 0
+    assert orjson.loads(kv_path.read_bytes())["configTable"] == {"N": {"k": "v"}}
+
+
+def test_port_in_use_fails_cleanly(namesrv: RocketqProcess, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "rocketq.cli", "namesrv", "-p", str(namesrv.port), "--home", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode == 1
+    assert "boot success" not in out.stdout
