@@ -7,6 +7,8 @@ import zlib
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rocketq.protocol import ProtocolError
 from rocketq.protocol.route import (
@@ -188,3 +190,60 @@ def test_route_junk_raises_protocol_error(raw: bytes) -> None:
 
 def test_data_version_next() -> None:
     assert DataVersion(1, 5).next_version(99) == DataVersion(99, 6)
+
+
+# -- properties / fuzz for the compressed form ----------------------------------------------------------
+
+_name = st.text(st.characters(blacklist_categories=("Cs", "Zs", "Cc")), min_size=1, max_size=12)
+_cfg = st.builds(
+    TopicConfig,
+    _name,
+    st.integers(-(2**31), 2**31 - 1),
+    st.integers(-(2**31), 2**31 - 1),
+    st.integers(0, 15),
+    st.sampled_from(["SINGLE_TAG", "MULTI_TAG"]),
+)
+_bodies = st.builds(
+    RegisterBrokerBody,
+    st.builds(
+        TopicConfigSerializeWrapper,
+        st.lists(_cfg, max_size=6).map(lambda cs: {c.topic_name: c for c in cs}),
+        st.builds(DataVersion, st.integers(0, 2**63 - 1), st.integers(0, 2**63 - 1)),
+    ),
+    st.lists(st.text(max_size=10), max_size=3),
+)
+
+
+@settings(max_examples=150)
+@given(_bodies)
+def test_compressed_register_body_round_trip(body: RegisterBrokerBody) -> None:
+    assert RegisterBrokerBody.decode_body(body.encode_body(True), True) == body
+    assert RegisterBrokerBody.decode_body(body.encode_body(False), False) == body
+
+
+@settings(max_examples=300)
+@given(_bodies, st.data())
+def test_compressed_register_body_truncated_or_corrupted(
+    body: RegisterBrokerBody, data: st.DataObject
+) -> None:
+    blob = body.encode_compressed()
+    cut = data.draw(st.integers(0, len(blob) - 1))
+    with pytest.raises(ProtocolError):
+        RegisterBrokerBody.decode_compressed(blob[:cut])
+    # Corrupt the inflated payload (valid deflate stream, wrong contents).
+    raw = bytearray(zlib.decompress(blob))
+    for _ in range(data.draw(st.integers(1, 4))):
+        raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+    try:
+        RegisterBrokerBody.decode_compressed(zlib.compress(bytes(raw)))
+    except ProtocolError:
+        pass
+
+
+@settings(max_examples=300)
+@given(st.binary(max_size=200), st.booleans())
+def test_compressed_register_body_random_bytes(data: bytes, wrap: bool) -> None:
+    try:
+        RegisterBrokerBody.decode_compressed(zlib.compress(data) if wrap else data)
+    except ProtocolError:
+        pass
