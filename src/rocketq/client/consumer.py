@@ -445,7 +445,7 @@ class PushConsumer:
             if not self.orderly and pq.max_span() > self.consume_concurrently_max_span:
                 await asyncio.sleep(PULL_DELAY_ON_FLOW_CONTROL_S)
                 continue
-            sub = self._subs.get(mq.topic)
+            sub = self._subs.get(mq.topic) or self._fallback_subscription(mq.topic)
             if sub is None:
                 await asyncio.sleep(PULL_DELAY_ON_EXCEPTION_S)
                 continue
@@ -502,6 +502,9 @@ class PushConsumer:
                     await store.persist(mq)
             if self.pull_interval > 0:
                 await asyncio.sleep(self.pull_interval / 1000.0)
+
+    def _fallback_subscription(self, topic: str) -> SubscriptionData | None:
+        return None
 
     # -- consuming -------------------------------------------------------------------------------
     def _dispatch(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:

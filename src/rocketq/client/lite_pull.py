@@ -17,6 +17,7 @@ from .instance import DEFAULT_INSTANCE_NAME, ClientConfig, acquire_instance_for_
 from .message import ConsumeFromWhere, MessageExt, MessageModel, MessageQueue, MQClientError
 from .offset_store import LocalFileOffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
 from .process_queue import ProcessQueue
+from .subscription import SubscriptionData
 
 
 class LitePullConsumer(PushConsumer):
@@ -62,6 +63,7 @@ class LitePullConsumer(PushConsumer):
         self._consumed: dict[MessageQueue, int] = {}
         self._paused_mqs: set[MessageQueue] = set()
         self._next_auto_commit = 0.0
+        self._assign_subs: dict[str, SubscriptionData] = {}
 
     # -- configuration ---------------------------------------------------------------------------
     def subscribe(self, topic: str, expression: str | None = "*") -> None:
@@ -171,6 +173,15 @@ class LitePullConsumer(PushConsumer):
         for mq in before - set(self._pqs):
             self._consumed.pop(mq, None)
         return changed
+
+    def _fallback_subscription(self, topic: str) -> SubscriptionData | None:
+        # assigned queues are pulled with "*" (like Java's assign mode)
+        if self._assigned is not None and any(mq.topic == topic for mq in self._assigned):
+            sub = self._assign_subs.get(topic)
+            if sub is None:
+                sub = self._assign_subs[topic] = SubscriptionData.build(topic, "*")
+            return sub
+        return None
 
     def _dispatch(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         assert self._buffer is not None

@@ -1,0 +1,547 @@
+"""Python client end to end against a real `rocketq standalone` (NameServer + Broker) on 127.0.0.1.
+
+One standalone per module; every test uses its own topics and groups. Delay levels are shortened in
+broker.conf so retries and delays take a second or two (level 1 = 1s, level 2 = 2s, others 1s).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import threading
+import time
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from tests.helpers.procs import RocketqProcess, free_port, start_rocketq
+
+from rocketq import (
+    ConsumeFromWhere,
+    ConsumeResult,
+    LitePullConsumer,
+    Message,
+    MessageModel,
+    MessageQueue,
+    MQBrokerError,
+    MQClientError,
+    Producer,
+    PushConsumer,
+    SendStatus,
+)
+from rocketq.client.instance import ClientConfig
+
+BROKER_BOOT_MARK = "The broker["
+DELAY_LEVELS = "1s 2s " + " ".join(["1s"] * 16)
+FIRST = ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+# quick rebalance so membership changes settle within the test timeouts
+FAST = ClientConfig(rebalance_interval=2.0, persist_consumer_offset_interval=1.0)
+
+
+class Cluster:
+    def __init__(self, proc: RocketqProcess, broker_port: int, home: Path) -> None:
+        self.proc = proc
+        self.namesrv = proc.addr
+        self.broker = f"127.0.0.1:{broker_port}"
+        self.home = home
+
+    def admin(self, *args: str) -> str:
+        from rocketq.admin.main import main
+
+        out = io.StringIO()
+        code = main([args[0], "-n", self.namesrv, *args[1:]], out=out)
+        assert code == 0, out.getvalue()
+        return out.getvalue()
+
+    def topic(self, queues: int = 4, prefix: str = "T") -> str:
+        name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+        self.admin("updateTopic", "-c", "DefaultCluster", "-t", name, "-r", str(queues), "-w", str(queues))
+        return name
+
+
+def start_cluster(home: Path, extra: dict[str, str] | None = None) -> Cluster:
+    home.mkdir(parents=True, exist_ok=True)
+    conf = {"messageDelayLevel": DELAY_LEVELS, "flushDiskType": "ASYNC_FLUSH", **(extra or {})}
+    path = home / "broker.conf"
+    path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
+    broker_port = free_port()
+    proc = start_rocketq(
+        [
+            "standalone",
+            "--home",
+            str(home),
+            "--namesrv-port",
+            "{port}",
+            "--broker-port",
+            str(broker_port),
+            "-c",
+            str(path),
+        ],
+        boot_line=BROKER_BOOT_MARK,
+        timeout=60.0,
+    )
+    return Cluster(proc, broker_port, home)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = start_cluster(tmp_path_factory.mktemp("standalone"))
+    yield c
+    c.proc.stop()
+
+
+def group() -> str:
+    return f"G_{uuid.uuid4().hex[:10]}"
+
+
+def wait_until(cond: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class Collector:
+    """A listener recording every delivery; ``fail`` decides RECONSUME_LATER per message."""
+
+    def __init__(self, fail: Callable[[object], bool] | None = None) -> None:
+        self.lock = threading.Lock()
+        self.msgs: list = []
+        self.fail = fail
+
+    def __call__(self, msgs: list) -> ConsumeResult:
+        with self.lock:
+            self.msgs.extend(msgs)
+        if self.fail is not None and any(self.fail(m) for m in msgs):
+            return ConsumeResult.RECONSUME_LATER
+        return ConsumeResult.SUCCESS
+
+    def bodies(self) -> list[bytes]:
+        with self.lock:
+            return [m.body for m in self.msgs]
+
+    def __len__(self) -> int:
+        with self.lock:
+            return len(self.msgs)
+
+
+def consumer(ns: str, grp: str, topic: str, listener: Callable, expr: str = "*", **kw) -> PushConsumer:
+    kw.setdefault("consume_from_where", FIRST)
+    kw.setdefault("client_config", FAST)
+    c = PushConsumer(grp, namesrv=ns, **kw)
+    c.subscribe(topic, expr)
+    c.register_listener(listener)
+    c.start()
+    return c
+
+
+# -- seed examples ------------------------------------------------------------------------------------
+def test_seed_sync_async_oneway_then_consume(cluster: Cluster) -> None:
+    topic = cluster.topic()
+    sent = {}
+    with Producer("PG_seed", namesrv=cluster.namesrv) as producer:
+        for i in range(10):
+            msg = Message(
+                topic, f"sync {i}".encode(), tags="TagA", keys=[f"ORDER-{i}"], properties={"a": str(i)}
+            )
+            r = producer.send(msg)
+            assert r.status is SendStatus.SEND_OK
+            assert r.queue.topic == topic and r.queue.broker_name and 0 <= r.queue.queue_id < 4
+            assert len(r.msg_id) == 32 and len(r.offset_msg_id) == 32 and r.queue_offset >= 0
+            sent[r.msg_id] = r
+        futures = [producer.send_async(Message(topic, f"async {i}".encode(), tags="TagA")) for i in range(10)]
+        callbacks: list = []
+        futures.append(
+            producer.send_async(
+                Message(topic, b"async cb", tags="TagA"), callback=lambda r, e: callbacks.append((r, e))
+            )
+        )
+        for f in futures:
+            r = f.result(10)
+            assert r.status is SendStatus.SEND_OK
+            sent[r.msg_id] = r
+        wait_until(lambda: len(callbacks) == 1, 5, "async callback")
+        assert callbacks[0][1] is None and callbacks[0][0].status is SendStatus.SEND_OK
+        for i in range(10):
+            producer.send_oneway(Message(topic, f"oneway {i}".encode(), tags="TagA"))
+
+    got = Collector()
+    c = consumer(cluster.namesrv, group(), topic, got)
+    try:
+        wait_until(lambda: len(got) >= 31, 30, "31 messages")
+        time.sleep(0.5)
+    finally:
+        c.shutdown()
+    bodies = Counter(got.bodies())
+    expected = {f"{k} {i}".encode() for k in ("sync", "async", "oneway") for i in range(10)} | {b"async cb"}
+    assert set(bodies) == expected
+    by_id = {m.msg_id: m for m in got.msgs}
+    for msg_id, r in sent.items():
+        m = by_id[msg_id]
+        assert m.offset_msg_id == r.offset_msg_id
+        assert (m.topic, m.queue_id, m.queue_offset) == (topic, r.queue.queue_id, r.queue_offset)
+        assert m.broker_name == r.queue.broker_name
+        assert m.tags == "TagA" and m.reconsume_times == 0
+        assert m.born_timestamp > 0 and m.store_timestamp >= m.born_timestamp - 1000
+        assert m.commit_log_offset >= 0
+        if m.body.startswith(b"sync"):
+            i = int(m.body.split()[1])
+            assert m.keys == [f"ORDER-{i}"] and m.properties["a"] == str(i)
+
+
+def test_ordered_by_order_id_with_selector(cluster: Cluster) -> None:
+    topic = cluster.topic(queues=4)
+    orders, steps = 8, 12
+    with Producer("PG_order", namesrv=cluster.namesrv) as producer:
+        for step in range(steps):
+            for order_id in range(orders):
+                r = producer.send(
+                    Message(topic, f"{order_id}:{step}".encode(), tags="TagA", keys=[f"ORDER-{order_id}"]),
+                    selector=lambda queues, msg, arg: queues[arg % len(queues)],
+                    arg=order_id,
+                )
+                assert r.queue.queue_id == order_id % 4
+
+    seen: dict[int, list[int]] = defaultdict(list)
+    lock = threading.Lock()
+
+    def listener(msgs: list) -> ConsumeResult:
+        with lock:
+            for m in msgs:
+                order_id, step = map(int, m.body.decode().split(":"))
+                seen[order_id].append(step)
+        return ConsumeResult.SUCCESS
+
+    c = PushConsumer(group(), namesrv=cluster.namesrv, consume_from_where=FIRST, client_config=FAST)
+    c.subscribe(topic, "*")
+    c.register_listener(listener, orderly=True)
+    c.start()
+    try:
+        wait_until(lambda: sum(len(v) for v in seen.values()) >= orders * steps, 30, "all ordered messages")
+    finally:
+        c.shutdown()
+    for order_id in range(orders):
+        assert seen[order_id] == list(range(steps)), f"order {order_id} out of order: {seen[order_id]}"
+
+
+def test_tag_filter(cluster: Cluster) -> None:
+    topic = cluster.topic()
+    with Producer("PG_tags", namesrv=cluster.namesrv) as p:
+        for tag in ("TagA", "TagB", "TagC", None):
+            for i in range(5):
+                p.send(Message(topic, f"{tag}-{i}".encode(), tags=tag))
+    got = Collector()
+    c = consumer(cluster.namesrv, group(), topic, got, "TagA || TagB")
+    try:
+        wait_until(lambda: len(got) >= 10, 20, "tagged messages")
+        time.sleep(1.0)
+    finally:
+        c.shutdown()
+    assert sorted(got.bodies()) == sorted(f"{t}-{i}".encode() for t in ("TagA", "TagB") for i in range(5))
+
+
+# -- load balancing -----------------------------------------------------------------------------------
+def test_clustering_three_consumers_share_queues(cluster: Cluster) -> None:
+    topic = cluster.topic(queues=8)
+    grp = group()
+    collectors = [Collector() for _ in range(3)]
+    consumers = [consumer(cluster.namesrv, grp, topic, col) for col in collectors]
+    try:
+        # wait for a stable split: every consumer owns queues and together they own all 8, disjointly
+        def split() -> bool:
+            owned = [{q for q in c.assigned_queues() if q.topic == topic} for c in consumers]
+            return all(owned) and sum(len(o) for o in owned) == 8 and len(set().union(*owned)) == 8
+
+        wait_until(split, 30, "a stable 3-way split")
+        assert len({c.client_id for c in consumers}) == 3
+        with Producer("PG_cl", namesrv=cluster.namesrv) as p:
+            for i in range(240):
+                p.send(Message(topic, b"m%d" % i))
+        wait_until(
+            lambda: len(set().union(*(set(c.bodies()) for c in collectors))) >= 240, 30, "240 messages"
+        )
+    finally:
+        for c in consumers:
+            c.shutdown()
+    all_bodies = [b for col in collectors for b in col.bodies()]
+    assert set(all_bodies) == {b"m%d" % i for i in range(240)}
+    assert all(len(col) > 0 for col in collectors), [len(col) for col in collectors]
+    assert len(all_bodies) == 240  # a stable split delivers each message once
+
+
+def test_broadcasting_delivers_everything_to_each(cluster: Cluster, tmp_path: Path) -> None:
+    topic = cluster.topic(queues=4)
+    grp = group()
+    collectors = [Collector() for _ in range(3)]
+    consumers = [
+        consumer(
+            cluster.namesrv,
+            grp,
+            topic,
+            col,
+            message_model=MessageModel.BROADCASTING,
+            offset_store_dir=str(tmp_path),
+        )
+        for col in collectors
+    ]
+    try:
+        wait_until(lambda: all(len(c.assigned_queues()) == 4 for c in consumers), 20, "all queues everywhere")
+        with Producer("PG_bc", namesrv=cluster.namesrv) as p:
+            for i in range(60):
+                p.send(Message(topic, b"b%d" % i))
+        wait_until(lambda: all(len(col) >= 60 for col in collectors), 30, "60 messages at each consumer")
+    finally:
+        for c in consumers:
+            c.shutdown()
+    for col in collectors:
+        assert sorted(col.bodies()) == sorted(b"b%d" % i for i in range(60))
+    # broadcasting offsets are local files, one per client
+    files = list(tmp_path.rglob("offsets.json"))
+    assert len(files) == 3
+
+
+def test_consumer_leaving_triggers_rebalance_nothing_lost(cluster: Cluster) -> None:
+    topic = cluster.topic(queues=4)
+    grp = group()
+    a, b = Collector(), Collector()
+    ca = consumer(cluster.namesrv, grp, topic, a)
+    cb = consumer(cluster.namesrv, grp, topic, b)
+    total = 400
+    try:
+
+        def mine(c: PushConsumer) -> set[MessageQueue]:
+            return {q for q in c.assigned_queues() if q.topic == topic}
+
+        wait_until(lambda: mine(ca) and mine(cb) and len(mine(ca) | mine(cb)) == 4, 30, "two-way split")
+        with Producer("PG_leave", namesrv=cluster.namesrv) as p:
+            for i in range(total):
+                p.send(Message(topic, b"x%d" % i))
+                if i == total // 3:
+                    cb.shutdown()  # leaves mid-stream; its queues must move to ca
+            wait_until(
+                lambda: len({q for q in ca.assigned_queues() if q.topic == topic}) == 4, 30, "takeover"
+            )
+        wait_until(lambda: len(set(a.bodies()) | set(b.bodies())) >= total, 40, "all messages")
+    finally:
+        ca.shutdown()
+        cb.shutdown()
+    seen = Counter(a.bodies() + b.bodies())
+    assert set(seen) == {b"x%d" % i for i in range(total)}
+
+
+# -- retry and dead letters ----------------------------------------------------------------------------
+def test_listener_failing_twice_sees_message_three_times(cluster: Cluster) -> None:
+    topic = cluster.topic(queues=2)
+    deliveries: list[tuple[str, int, str]] = []
+    lock = threading.Lock()
+
+    def listener(msgs: list) -> ConsumeResult:
+        m = msgs[0]
+        with lock:
+            deliveries.append((m.msg_id, m.reconsume_times, m.topic))
+            n = len(deliveries)
+        return ConsumeResult.RECONSUME_LATER if n <= 2 else ConsumeResult.SUCCESS
+
+    c = consumer(cluster.namesrv, group(), topic, listener)
+    try:
+        with Producer("PG_retry", namesrv=cluster.namesrv) as p:
+            r = p.send(Message(topic, b"retry me", tags="TagR"))
+        wait_until(lambda: len(deliveries) >= 3, 30, "3 deliveries")
+        time.sleep(2.5)  # and no fourth
+    finally:
+        c.shutdown()
+    assert [d[1] for d in deliveries] == [0, 1, 2]
+    assert all(d[0] == r.msg_id for d in deliveries)  # same id on every delivery
+    assert all(d[2] == topic for d in deliveries)  # original topic restored from RETRY_TOPIC
+
+
+def test_listener_exception_counts_as_reconsume_later(cluster: Cluster) -> None:
+    topic = cluster.topic(queues=1)
+    calls: list[int] = []
+
+    def listener(msgs: list) -> ConsumeResult:
+        calls.append(msgs[0].reconsume_times)
+        if len(calls) == 1:
+            raise RuntimeError("boom")
+        return ConsumeResult.SUCCESS
+
+    c = consumer(cluster.namesrv, group(), topic, listener)
+    try:
+        with Producer("PG_exc", namesrv=cluster.namesrv) as p:
+            p.send(Message(topic, b"e"))
+        wait_until(lambda: len(calls) >= 2, 30, "redelivery after exception")
+    finally:
+        c.shutdown()
+    assert calls[:2] == [0, 1]
+
+
+def test_always_failing_goes_to_dlq(cluster: Cluster) -> None:
+    topic = cluster.topic(queues=1)
+    grp = group()
+    failing = Collector(fail=lambda m: True)
+    c = consumer(cluster.namesrv, grp, topic, failing, max_reconsume_times=2)
+    try:
+        with Producer("PG_dlq", namesrv=cluster.namesrv) as p:
+            r = p.send(Message(topic, b"poison", keys=["POISON"]))
+        wait_until(lambda: len(failing) >= 3, 30, "3 failed deliveries")
+        time.sleep(3.0)  # max_reconsume_times=2 → exactly 1 + 2 deliveries
+        assert [m.reconsume_times for m in failing.msgs] == [0, 1, 2]
+    finally:
+        c.shutdown()
+    dlq = Collector()
+    d = consumer(cluster.namesrv, group(), f"%DLQ%{grp}", dlq)
+    try:
+        wait_until(lambda: len(dlq) >= 1, 30, "the message in %DLQ%")
+    finally:
+        d.shutdown()
+    m = dlq.msgs[0]
+    assert m.body == b"poison" and m.msg_id == r.msg_id and m.keys == ["POISON"]
+
+
+# -- delay ---------------------------------------------------------------------------------------------
+def test_delay_levels_arrive_after_their_delay(cluster: Cluster) -> None:
+    topic = cluster.topic(queues=2)
+    arrivals: dict[bytes, float] = {}
+
+    def listener(msgs: list) -> ConsumeResult:
+        for m in msgs:
+            arrivals[m.body] = time.time()
+        return ConsumeResult.SUCCESS
+
+    c = consumer(cluster.namesrv, group(), topic, listener)
+    try:
+        wait_until(lambda: len(c.assigned_queues()) >= 2, 20, "assignment")
+        time.sleep(0.5)
+        with Producer("PG_delay", namesrv=cluster.namesrv) as p:
+            sent_at = {}
+            for level in (0, 1, 2):
+                body = b"level-%d" % level
+                sent_at[body] = time.time()
+                p.send(Message(topic, body, delay_level=level))
+        wait_until(lambda: len(arrivals) >= 3, 20, "delayed messages")
+    finally:
+        c.shutdown()
+    expected = {b"level-0": 0.0, b"level-1": 1.0, b"level-2": 2.0}  # broker.conf: "1s 2s ..."
+    for body, delay in expected.items():
+        waited = arrivals[body] - sent_at[body]
+        assert delay - 1.0 <= waited <= delay + 1.0, (body, waited)
+    assert arrivals[b"level-2"] - sent_at[b"level-2"] >= 1.0
+
+
+# -- batch and compression -----------------------------------------------------------------------------
+def test_batch_send_and_compression_round_trip(cluster: Cluster) -> None:
+    topic = cluster.topic(queues=2)
+    big = bytes(range(256)) * 400  # 100 KiB, compressible → zlib on the wire
+    with Producer("PG_batch", namesrv=cluster.namesrv) as p:
+        r = p.send([Message(topic, b"batch-%d" % i, tags="TagB", keys=[f"K{i}"]) for i in range(50)])
+        assert r.status is SendStatus.SEND_OK
+        assert len(r.msg_id.split(",")) == 50 and len(r.offset_msg_id.split(",")) == 50
+        rb = p.send(Message(topic, big, tags="Big"))
+        # a batch over 4 MiB is split into several requests
+        huge = [Message(topic, b"h" * (512 * 1024) + b"%d" % i) for i in range(10)]
+        rh = p.send(huge)
+        assert len(rh.msg_id.split(",")) == 10
+    got = Collector()
+    c = consumer(cluster.namesrv, group(), topic, got)
+    try:
+        wait_until(lambda: len(got) >= 61, 30, "batch + big + huge")
+    finally:
+        c.shutdown()
+    by_body = {m.body: m for m in got.msgs}
+    batch = [by_body[b"batch-%d" % i] for i in range(50)]
+    assert len({m.queue_id for m in batch}) == 1  # one batch → one queue, consecutive offsets
+    offs = sorted(m.queue_offset for m in batch)
+    assert offs == list(range(offs[0], offs[0] + 50)) and offs[0] == r.queue_offset
+    assert [by_body[b"batch-%d" % i].keys for i in range(3)] == [["K0"], ["K1"], ["K2"]]
+    mb = by_body[big]
+    assert mb.msg_id == rb.msg_id and mb.sys_flag & 0x1 and (mb.sys_flag >> 8) & 0x7 == 3
+    assert all(b"h" * (512 * 1024) + b"%d" % i in by_body for i in range(10))
+
+
+# -- lite pull -----------------------------------------------------------------------------------------
+def test_lite_pull_assign_seek_commit(cluster: Cluster) -> None:
+    topic = cluster.topic(queues=2)
+    with Producer("PG_lite", namesrv=cluster.namesrv) as p:
+        for i in range(20):
+            p.send(Message(topic, b"L%d" % i), queue=MessageQueue(topic, "broker-a", 0))
+    grp = group()
+    mq = MessageQueue(topic, "broker-a", 0)
+    lp = LitePullConsumer(grp, namesrv=cluster.namesrv, consume_from_where=FIRST, auto_commit=False)
+    lp.assign([mq])
+    lp.start()
+    try:
+        got: list = []
+        deadline = time.monotonic() + 20
+        while len(got) < 20 and time.monotonic() < deadline:
+            got.extend(lp.poll(timeout_ms=1000))
+        assert [m.body for m in got] == [b"L%d" % i for i in range(20)]
+        lp.commit()
+        assert lp.committed(mq) == 20
+        lp.seek(mq, 5)
+        again: list = []
+        deadline = time.monotonic() + 20
+        while len(again) < 15 and time.monotonic() < deadline:
+            again.extend(lp.poll(timeout_ms=1000))
+        assert [m.queue_offset for m in again] == list(range(5, 20))
+        assert lp.poll(timeout_ms=300) == []
+        lp.commit({mq: 12})
+        assert lp.committed(mq) == 12
+        with pytest.raises(MQClientError):
+            lp.seek(mq, 1000)
+    finally:
+        lp.shutdown()
+    # a new consumer of the same group resumes from the committed offset
+    lp2 = LitePullConsumer(grp, namesrv=cluster.namesrv, consume_from_where=FIRST)
+    lp2.assign([mq])
+    lp2.start()
+    try:
+        first: list = []
+        deadline = time.monotonic() + 20
+        while not first and time.monotonic() < deadline:
+            first = lp2.poll(timeout_ms=1000)
+        assert first[0].queue_offset == 12
+    finally:
+        lp2.shutdown()
+
+
+def test_lite_pull_subscribe(cluster: Cluster) -> None:
+    topic = cluster.topic(queues=4)
+    with Producer("PG_lite2", namesrv=cluster.namesrv) as p:
+        for i in range(40):
+            p.send(Message(topic, b"S%d" % i, tags="TagA" if i % 2 else "TagB"))
+    lp = LitePullConsumer(group(), namesrv=cluster.namesrv, consume_from_where=FIRST, client_config=FAST)
+    lp.subscribe(topic, "TagA")
+    lp.start()
+    try:
+        got: list = []
+        deadline = time.monotonic() + 20
+        while len(got) < 20 and time.monotonic() < deadline:
+            got.extend(lp.poll(timeout_ms=500))
+        assert sorted(m.body for m in got) == sorted(b"S%d" % i for i in range(1, 40, 2))
+        assert len(lp.fetch_message_queues(topic)) == 4
+    finally:
+        lp.shutdown()
+
+
+# -- errors --------------------------------------------------------------------------------------------
+def test_send_errors_carry_codes(cluster: Cluster) -> None:
+    with Producer("PG_err", namesrv=cluster.namesrv, max_message_size=1024 * 1024) as p:
+        with pytest.raises(MQClientError) as e:
+            p.send(Message(f"NoSuchTopic_{uuid.uuid4().hex[:8]}", b"x"))
+        assert e.value.code == 17
+        with pytest.raises(MQClientError):
+            p.send(Message("bad topic!", b"x"))
+        with pytest.raises(MQClientError) as e:
+            p.send(Message(cluster.topic(), b"x" * (1024 * 1024 + 1)))
+        assert e.value.code == 13
+        with pytest.raises(MQClientError):
+            p.send(Message(cluster.topic(), b""))
+    # the broker's own code and remark surface as MQBrokerError (too large for the broker's limit)
+    with Producer("PG_err2", namesrv=cluster.namesrv, max_message_size=64 * 1024 * 1024) as p:
+        with pytest.raises(MQBrokerError) as be:
+            p.send(Message(cluster.topic(), os.urandom(5 * 1024 * 1024)))  # incompressible, over 4 MiB
+        assert be.value.code == 13 and be.value.remark
