@@ -84,7 +84,7 @@ class BrokerController:
     async def start(self) -> None:
         from rocketq.store import MessageStore
 
-        from .processors import admin, client, offsets, pull, query, send, sendback
+        from .processors import admin, client, forward, offsets, pull, query, send, sendback
         from .schedule import ScheduleMessageService
 
         self.loop = asyncio.get_running_loop()
@@ -110,6 +110,7 @@ class BrokerController:
             client.ClientProcessor(self),
             sendback.SendBackProcessor(self),
             admin.AdminProcessor(self),
+            forward.ForwardProcessor(self),
         ):
             proc.register(self.server)
         self.server.on_channel_close(self.clients.channel_closed)
