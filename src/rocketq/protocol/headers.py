@@ -665,6 +665,9 @@ class ResetOffsetRequestHeader(Header):
     group: str
     timestamp: I64
     is_force: bool = False
+    # 5.x admin tools may reset a single queue to an exact offset.
+    queue_id: I32 | None = None
+    offset: I64 | None = None
 
 
 @header
