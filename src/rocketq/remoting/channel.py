@@ -14,7 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Union
 
-from rocketq.protocol.codes import FLAG_ONEWAY, FLAG_RESPONSE, ResponseCode
+from rocketq.protocol.codes import FLAG_ONEWAY, FLAG_RESPONSE, ResponseCode, SerializeType
 from rocketq.protocol.frame import MAX_FRAME_SIZE, FrameDecoder, ProtocolError, RemotingCommand
 
 from .errors import RemotingConnectError, RemotingSendRequestError, RemotingTimeoutError
@@ -29,6 +29,13 @@ Handler = Callable[["Channel", RemotingCommand], HandlerResult]
 
 _channel_ids = itertools.count(1)
 _JOIN_LIMIT = 64 * 1024
+
+
+def _error(request: RemotingCommand, code: int, remark: str) -> RemotingCommand:
+    """An error response: always a JSON header (clients that sent ROCKETMQ headers still parse it)."""
+    resp = request.response(code, remark)
+    resp.serialize_type = SerializeType.JSON
+    return resp
 
 
 def _send(transport: Any, parts: list[Any]) -> None:
@@ -196,13 +203,8 @@ class Channel(asyncio.Protocol):
         entry = self._dispatcher.lookup(request.code)
         if entry is None:
             if not request.flag & FLAG_ONEWAY:
-                self._reply(
-                    request,
-                    request.response(
-                        ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
-                        f"request type {request.code} not supported",
-                    ),
-                )
+                remark = f"request type {request.code} not supported"
+                self._reply(request, _error(request, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark))
             return
         handler, is_async = entry
         if is_async:
@@ -263,10 +265,13 @@ class Channel(asyncio.Protocol):
         task.add_done_callback(self._tasks.discard)
 
     def _reply_error(self, request: RemotingCommand, exc: BaseException) -> None:
-        log.warning("processor for code %s failed on %s: %r", request.code, self.remote_addr, exc)
+        # Bad input (ValueError, incl. ProtocolError) is the peer's problem: keep it out of the log
+        # unless debugging; anything else is our bug.
+        level = logging.DEBUG if isinstance(exc, ValueError) else logging.WARNING
+        log.log(level, "processor for code %s failed on %s: %r", request.code, self.remote_addr, exc)
         if not request.flag & FLAG_ONEWAY:
             text = str(exc) or type(exc).__name__
-            self._reply(request, request.response(ResponseCode.SYSTEM_ERROR, text))
+            self._reply(request, _error(request, ResponseCode.SYSTEM_ERROR, text))
 
     def _reply(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
         if response is None or request.flag & FLAG_ONEWAY or self._transport is None:
@@ -276,7 +281,7 @@ class Channel(asyncio.Protocol):
         try:
             parts = response.frame_parts()
         except ProtocolError as exc:  # e.g. a response body over the frame limit
-            parts = request.response(ResponseCode.SYSTEM_ERROR, str(exc)).frame_parts()
+            parts = _error(request, ResponseCode.SYSTEM_ERROR, str(exc)).frame_parts()
         cork = self._cork
         if cork is not None:
             cork.extend(parts)

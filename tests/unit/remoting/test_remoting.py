@@ -501,3 +501,15 @@ def test_mixed_timeouts_on_one_connection_each_expire_on_time() -> None:
             assert (await client.invoke(server.address, _fast(1))).code == 0
 
     arun(body)
+
+
+def test_error_responses_to_binary_header_requests_use_json() -> None:
+    async def body() -> None:
+        async with _server() as server:
+            reader, writer = await _raw_connect(server.port)
+            writer.write(RemotingCommand(4321, opaque=9, serialize_type=SerializeType.ROCKETMQ).encode())
+            resp = await _read_command(reader)
+            assert (resp.opaque, resp.code, resp.serialize_type) == (9, 3, SerializeType.JSON)
+            writer.close()
+
+    arun(body)
