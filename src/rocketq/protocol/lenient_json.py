@@ -209,17 +209,23 @@ class _Parser:
                 return out, pos + 1
 
 
-def _max_depth_of(v: Any, limit: int) -> None:
-    """orjson accepts up to 1024 levels; enforce our (smaller) bound on its result too."""
+def _check_depth(v: Any, limit: int) -> None:
+    """orjson accepts up to 1024 levels; enforce our (smaller) bound on its result too (iteratively)."""
     stack = [(v, 0)]
     while stack:
         x, d = stack.pop()
-        if d > limit:
+        if d >= limit:
             raise ProtocolError(f"JSON nesting deeper than {limit}")
-        if isinstance(x, dict):
-            stack.extend((y, d + 1) for y in x.values())
-        elif isinstance(x, list):
-            stack.extend((y, d + 1) for y in x)
+        for y in x.values() if isinstance(x, dict) else x:
+            if isinstance(y, dict | list):
+                stack.append((y, d + 1))
+
+
+def _bracket_count(data: bytes | bytearray | memoryview | str) -> int:
+    if isinstance(data, str):
+        return data.count("{") + data.count("[")
+    raw = data if not isinstance(data, memoryview) else data.tobytes()
+    return raw.count(b"{") + raw.count(b"[")
 
 
 def loads(
@@ -238,8 +244,9 @@ def loads(
     except orjson.JSONDecodeError:
         pass
     else:
-        if isinstance(result, dict | list):
-            _max_depth_of(result, max_depth)
+        # Only a body with more brackets than the limit can nest deeper: skip the walk for the rest.
+        if isinstance(result, dict | list) and _bracket_count(data) > max_depth:
+            _check_depth(result, max_depth)
         return result
     if isinstance(data, str):
         text = data

@@ -164,7 +164,7 @@ def test_random_bytes_raise_protocol_error_only(data: bytes) -> None:
 _alphabet = st.sampled_from(list("{}[]:,\"'0123456789-.eE truefalsnl\\ab\n"))
 
 
-@settings(max_examples=1000)
+@settings(max_examples=600)
 @given(st.lists(_alphabet, max_size=80).map("".join))
 def test_json_like_junk_raises_protocol_error_only(text: str) -> None:
     try:
@@ -173,7 +173,7 @@ def test_json_like_junk_raises_protocol_error_only(text: str) -> None:
         pass
 
 
-@settings(max_examples=300)
+@settings(max_examples=150)
 @given(st.dictionaries(_mq, _json, min_size=1, max_size=3), st.data())
 def test_truncated_fastjson_raises_protocol_error(table: dict, data: st.DataObject) -> None:
     text = dumps({"offsetTable": table})
