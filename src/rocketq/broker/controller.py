@@ -70,6 +70,7 @@ class BrokerController:
         self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
         self.hold: PullRequestHoldService = None  # type: ignore[assignment]
         self.schedule: Any = None
+        self.transactions: Any = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._register_task: asyncio.Task[None] | None = None
         self._register_again = False
@@ -86,6 +87,7 @@ class BrokerController:
 
         from .processors import admin, client, forward, offsets, pull, query, send, sendback
         from .schedule import ScheduleMessageService
+        from .transaction import TransactionService
 
         self.loop = asyncio.get_running_loop()
         os.makedirs(self.cfg.config_dir, exist_ok=True)
@@ -117,6 +119,8 @@ class BrokerController:
         self.clients.on_consumer_ids_changed = self.notify_consumer_ids_changed
         self.topics.on_change = self.register_soon
 
+        self.transactions = TransactionService(self)
+        self.transactions.register(self.server)
         self.schedule = ScheduleMessageService(self)
         self.schedule.load()
 
@@ -124,6 +128,7 @@ class BrokerController:
         if self.cfg["listenPort"] == 0:
             self.cfg.values["listenPort"] = self.server.port
         self.schedule.start()
+        self.transactions.start()
         await self.register_all()
         self._tasks += [
             self.loop.create_task(
@@ -211,6 +216,8 @@ class BrokerController:
             self._register_task.cancel()
         if self.schedule is not None:
             self.schedule.stop()
+        if self.transactions is not None:
+            self.transactions.stop()
         if self.hold is not None:
             self.hold.stop()
         try:

@@ -186,6 +186,8 @@ class SendProcessor:
             props[PROPERTY_REAL_QUEUE_ID] = str(queue_id)
             props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
             topic, queue_id = TRANS_HALF_TOPIC, 0
+            # stored as a plain message of the half topic so it is dispatched and can be checked
+            sys_flag &= ~TRANSACTION_TYPE_MASK
         elif PROPERTY_DELAY_TIME_LEVEL in props:
             moved = ctl.delay_levels.redirect(props, topic, queue_id, now_ms)
             if moved is not None:
