@@ -299,14 +299,19 @@ class Producer:
         times_total: int,
         timeout_s: float,
         oneway: bool = False,
+        same_broker: bool = False,
     ) -> SendResult | None:
+        """Retry loop. Sync sends move to another broker on retry; async sends retry on the same
+        broker (retryTimesWhenSendAsyncFailed, as RocketMQ does)."""
         loop = asyncio.get_running_loop()
         begin = loop.time()
         info = await self._publish_info(topic)
         last_broker: str | None = None
         last_exc: Exception | None = None
+        mq: MessageQueue | None = None
         for _attempt in range(times_total):
-            mq = self._select_queue(info, last_broker)
+            if mq is None or not same_broker:
+                mq = self._select_queue(info, last_broker)
             last_broker = mq.broker_name
             remaining = timeout_s - (loop.time() - begin)
             if remaining <= 0:
@@ -418,6 +423,7 @@ class Producer:
         timeout_s: float,
         oneway: bool = False,
         times_total: int | None = None,
+        same_broker: bool = False,
     ) -> Any:
         if queue is not None:
             if queue.topic != topic:
@@ -431,7 +437,7 @@ class Producer:
                 raise MQClientError(-1, "select message queue return null.")
             return await self._send_to_queue(msg, mq, timeout_s, oneway)
         total = times_total if times_total is not None else 1 + self.retry_times_when_send_failed
-        return await self._send_default(msg, topic, total, timeout_s, oneway)
+        return await self._send_default(msg, topic, total, timeout_s, oneway, same_broker)
 
     def send_async(
         self,
@@ -457,6 +463,7 @@ class Producer:
                 arg,
                 timeout_s,
                 times_total=1 + self.retry_times_when_send_async_failed,
+                same_broker=True,
             )
 
         task = asyncio.get_running_loop().create_task(run())
