@@ -57,6 +57,8 @@ def _ip_bytes(host: str | bytes) -> bytes:
 
 
 def _ip_str(raw: bytes) -> str:
+    if len(raw) == 4:  # the common case, without ipaddress' overhead
+        return f"{raw[0]}.{raw[1]}.{raw[2]}.{raw[3]}"
     return str(ipaddress.ip_address(raw))
 
 
