@@ -8,7 +8,16 @@ import time
 
 import orjson
 import pytest
-from tests.integration.broker_support import create_topic, heartbeat, pull, records, run, send, start_cluster
+from tests.integration.broker_support import (
+    create_topic,
+    heartbeat,
+    pull,
+    records,
+    run,
+    send,
+    send_ext,
+    start_cluster,
+)
 
 from rocketq.protocol import lenient_json
 from rocketq.protocol.codes import RequestCode, ResponseCode
@@ -179,5 +188,39 @@ def test_relays_to_consumer(cluster):
             assert r.code == ResponseCode.SYSTEM_ERROR and "not online" in r.remark
             p = await pull(admin, addr, "CGRL", "RL", 0, 0)
             assert p.code == ResponseCode.SUCCESS
+
+    run(go())
+
+
+def test_reply_message_pushed_to_requester(cluster):
+    addr = cluster.addr
+
+    async def go():
+        pushed = []
+        async with RemotingClient() as requester, RemotingClient() as responder:
+
+            def on_push(ch, req):
+                pushed.append(req)
+                return req.response(ResponseCode.SUCCESS)
+
+            requester.register_processor(C.PUSH_REPLY_MESSAGE_TO_CLIENT, on_push)
+            hb = {"clientID": "req@1", "consumerDataSet": [], "producerDataSet": [{"groupName": "REQPG"}]}
+            assert (await requester.invoke(addr, rq(C.HEART_BEAT, {}, orjson.dumps(hb)))).code == 0
+            reply_topic = "DefaultCluster_REPLY_TOPIC"
+            props = {"REPLY_TO_CLIENT": "req@1", "CORRELATION_ID": "corr-1", "MSG_TYPE": "reply"}
+            ext = send_ext(reply_topic, props, 0)
+            r = await responder.invoke(addr, rq(C.SEND_REPLY_MESSAGE_V2, ext, b"the answer"))
+            assert r.code == ResponseCode.SUCCESS, r.remark
+            assert len(pushed) == 1
+            p = pushed[0]
+            assert p.body_bytes == b"the answer"
+            assert "CORRELATION_ID\x01corr-1" in p.ext_fields["properties"]
+            assert "PUSH_REPLY_TIME" in p.ext_fields["properties"]
+            assert p.ext_fields["storeHost"] == addr
+            props["REPLY_TO_CLIENT"] = "gone@1"
+            r = await responder.invoke(
+                addr, rq(C.SEND_REPLY_MESSAGE_V2, send_ext(reply_topic, props, 0), b"x")
+            )
+            assert r.code == ResponseCode.SYSTEM_ERROR and "not found" in r.remark
 
     run(go())

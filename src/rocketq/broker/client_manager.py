@@ -136,6 +136,13 @@ class ClientManager:
                 return info.channel
         return None
 
+    def producer_channel_by_client_id(self, client_id: str) -> Channel | None:
+        for chans in self.producers.values():
+            for info in chans.values():
+                if info.client_id == client_id and not info.channel.closed:
+                    return info.channel
+        return None
+
     # -- housekeeping ------------------------------------------------------------------------
     def channel_closed(self, channel: Channel) -> None:
         for group in list(self.producers):

@@ -85,7 +85,7 @@ class BrokerController:
     async def start(self) -> None:
         from rocketq.store import MessageStore
 
-        from .processors import admin, client, forward, offsets, pull, query, send, sendback
+        from .processors import admin, client, forward, offsets, pull, query, reply, send, sendback
         from .schedule import ScheduleMessageService
         from .transaction import TransactionService
 
@@ -113,6 +113,7 @@ class BrokerController:
             sendback.SendBackProcessor(self),
             admin.AdminProcessor(self),
             forward.ForwardProcessor(self),
+            reply.ReplyProcessor(self),
         ):
             proc.register(self.server)
         self.server.on_channel_close(self.clients.channel_closed)
