@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -162,6 +163,55 @@ def start_server(kind: str, no_uvloop: bool, cpu: int | None) -> tuple[subproces
     return proc, int(line.split()[1])
 
 
+def profile_server(pid: int, port: int, seconds: float) -> list[str]:
+    """Sample the rocketq server with py-spy while 64 requests are kept in flight; top frames."""
+    raw = f"/tmp/remoting-bench-{os.getpid()}.txt"
+    local = os.path.join(os.path.dirname(sys.executable), "py-spy")
+    cmd = [local if os.path.exists(local) else "py-spy", "record", "--nonblocking", "-r", "250"]
+    cmd += ["-d", str(int(seconds) + 1)]
+    cmd += ["-f", "raw", "-o", raw, "-p", str(pid)]
+    spy = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    run(measure_rocketq(port, pid, 64, seconds, 0.0))
+    spy.wait(30)
+    self_t: dict[str, int] = {}
+    incl: dict[str, int] = {}
+    total = 0
+    try:
+        with open(raw) as f:
+            for line in f:
+                stack, _, count = line.rstrip("\n").rpartition(" ")
+                if not stack:
+                    continue
+                n = int(count)
+                frames = [_short(fr) for fr in stack.split(";")]
+                total += n
+                self_t[frames[-1]] = self_t.get(frames[-1], 0) + n
+                for fr in set(frames):
+                    incl[fr] = incl.get(fr, 0) + n
+        os.unlink(raw)
+    except FileNotFoundError:
+        return ["(py-spy produced no samples)"]
+    out = [
+        f"{100 * n / total:5.1f} % self  {fr}" for fr, n in sorted(self_t.items(), key=lambda x: -x[1])[:14]
+    ]
+    skip = ("run", "run_forever", "run_until_complete", "<module>", "main", "serve_rocketq")
+    top = [(fr, n) for fr, n in sorted(incl.items(), key=lambda x: -x[1]) if fr.split(" ")[0] not in skip]
+    out += [f"{100 * n / total:5.1f} % incl  {fr}" for fr, n in top[:10]]
+    return out
+
+
+def _short(frame: str) -> str:
+    # "func (/abs/path/site-packages/rocketq/x.py:12)" -> "func (rocketq/x.py)": per function, not line
+    func, _, loc = frame.partition(" (")
+    loc = loc.rstrip(")").rsplit(":", 1)[0]
+    for marker in ("/src/", "/site-packages/", "/lib/python3"):
+        if marker in loc:
+            loc = loc.split(marker, 1)[1]
+            break
+    return f"{func} ({loc})" if loc else func
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--serve", choices=["rocketq", "echo"])
@@ -170,6 +220,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--windows", default="1,64")
     ap.add_argument("--no-uvloop", action="store_true")
+    ap.add_argument("--profile", action="store_true", help="also sample the server with py-spy")
+    ap.add_argument("--write-docs", action="store_true", help="replace '## Remoting' in docs/benchmarks.md")
     a = ap.parse_args()
     if a.no_uvloop:
         os.environ["ROCKETQ_NO_UVLOOP"] = "1"
@@ -184,6 +236,7 @@ def main() -> None:
     windows = [int(w) for w in a.windows.split(",")]
     servers = {k: start_server(k, a.no_uvloop, server_cpu) for k in ("echo", "rocketq")}
     results: dict[tuple[str, int], list[Sample]] = {}
+    profile: list[str] = []
     try:
         for rep in range(a.reps):
             for w in windows:
@@ -197,46 +250,105 @@ def main() -> None:
                         f"CPU/rt client {sm.client_us:6.1f} us server {sm.server_us:6.1f} us",
                         file=sys.stderr,
                     )
+        if a.profile:
+            proc, port = servers["rocketq"]
+            profile = profile_server(proc.pid, port, max(a.seconds, 4.0))
     finally:
         for proc, _ in servers.values():
             proc.kill()
             proc.wait()
+    text = report(a, results, windows, ncpu, server_cpu, profile)
+    print(text)
+    if a.write_docs:
+        write_docs(text)
 
+
+def report(
+    a: argparse.Namespace,
+    results: dict[tuple[str, int], list[Sample]],
+    windows: list[int],
+    ncpu: int,
+    server_cpu: int | None,
+    profile: list[str],
+) -> str:
     pinning = f"server on CPU {server_cpu}, load generator on CPU 0" if server_cpu is not None else "unpinned"
-    print(
-        f"\nmachine: nproc={ncpu}, {platform.machine()}, Python {platform.python_version()}, "
-        f"uvloop {'on' if uvloop_enabled() else 'off'}, "
-        f"client request coalescing {'on' if COALESCE else 'off'}, "
-        f"{pinning}, load average {os.getloadavg()[0]:.2f} at the end"
-    )
-    print(f"command: {' '.join(['.venv/bin/python', 'bench/remoting_bench.py', *sys.argv[1:]])}\n")
-    print("| in flight | bare asyncio echo rt/s median [min–max] | rocketq rt/s | ratio median [min–max] |")
-    print("|---|---|---|---|")
+    cmd = " ".join([".venv/bin/python", "bench/remoting_bench.py", *sys.argv[1:]])
+    lines = [
+        "## Remoting",
+        "",
+        f"Command: `{cmd}` — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
+        "",
+        f"Machine: nproc={ncpu}, {platform.machine()}, Python {platform.python_version()}, "
+        f"uvloop {'on' if uvloop_enabled() else 'off'} (both sides), client request coalescing "
+        f"{'on' if COALESCE else 'off'}, {pinning}, load average {os.getloadavg()[0]:.2f} at the end "
+        "(the machine is shared: absolute numbers are noise, the same-run ratios are the result).",
+        "",
+        "Round trips per second with W requests in flight on one connection: rocketq = "
+        "RemotingClient.invoke → RemotingServer with an inline processor (JSON header, empty body); "
+        "floor = a bare asyncio.Protocol "
+        "echo server and client exchanging 64-byte messages without framing. Measured alternately in the "
+        f"same run, {a.seconds:g} s each after {a.warmup:g} s warm-up, {a.reps} repetitions; ratio = rocketq "
+        "/ echo of the same repetition.",
+        "",
+        "| in flight | echo rt/s median [min–max] | rocketq rt/s median [min–max] | ratio median [min–max] |",
+        "|---|---|---|---|",
+    ]
+
+    def fmt(xs: list[float]) -> str:
+        return f"{statistics.median(xs):,.0f} [{min(xs):,.0f}–{max(xs):,.0f}]"
+
     for w in windows:
         echo = [s.rate for s in results[("echo", w)]]
         rq = [s.rate for s in results[("rocketq", w)]]
         ratios = [r / e for r, e in zip(rq, echo, strict=True)]
-
-        def fmt(xs: list[float]) -> str:
-            return f"{statistics.median(xs):,.0f} [{min(xs):,.0f}–{max(xs):,.0f}]"
-
-        print(
+        lines.append(
             f"| {w} | {fmt(echo)} | {fmt(rq)} | "
             f"{statistics.median(ratios):.2f} [{min(ratios):.2f}–{max(ratios):.2f}] |"
         )
-    print("\nCPU microseconds per round trip (median of the repetitions):\n")
-    print("| in flight | echo client | echo server | rocketq client | rocketq server |")
-    print("|---|---|---|---|---|")
+    lines += [
+        "",
+        "CPU microseconds per round trip (process CPU time / round trips, median of the repetitions):",
+        "",
+        "| in flight | echo client | echo server | rocketq client | rocketq server |",
+        "|---|---|---|---|---|",
+    ]
     for w in windows:
         e, r = results[("echo", w)], results[("rocketq", w)]
 
         def med(xs: list[Sample], attr: str) -> str:
             return f"{statistics.median(getattr(x, attr) for x in xs):.1f}"
 
-        print(
-            f"| {w} | {med(e, 'client_us')} | {med(e, 'server_us')} | "
-            f"{med(r, 'client_us')} | {med(r, 'server_us')} |"
+        lines.append(
+            f"| {w} | {med(e, 'client_us')} | {med(e, 'server_us')} | {med(r, 'client_us')} | "
+            f"{med(r, 'server_us')} |"
         )
+    if profile:
+        lines += [
+            "",
+            "### Where the server's time goes (py-spy, 250 Hz, 64 in flight, busy samples only)",
+            "",
+            "```",
+            *profile,
+            "```",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def write_docs(text: str) -> None:
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "benchmarks.md")
+    old = "# Benchmarks\n"
+    if os.path.exists(path):
+        with open(path) as f:
+            old = f.read()
+    # Replace only our section; other teams own the rest of the file.
+    m = re.search(r"^## Remoting\n.*?(?=^## |\Z)", old, flags=re.S | re.M)
+    if m:
+        rest = old[m.end() :]
+        new = old[: m.start()] + text + ("\n" + rest if rest else "")
+    else:
+        new = old.rstrip() + "\n\n" + text
+    with open(path, "w") as f:
+        f.write(new)
 
 
 if __name__ == "__main__":
