@@ -86,6 +86,12 @@ def test_invalid_input_gets_clear_codes(cluster):
             assert p.code == ResponseCode.PULL_OFFSET_MOVED
             p = await pull(c, addr, "CGB", "OK", -1, 0)
             assert p.code == ResponseCode.SYSTEM_ERROR
+            # invalid group names are refused, nothing is persisted for them
+            p = await pull(c, addr, "bad group!", "OK", 0, 0)
+            assert p.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
+            upd = {"consumerGroup": "bad/group", "topic": "OK", "queueId": "0", "commitOffset": "1"}
+            r = await c.invoke(addr, rq(C.UPDATE_CONSUMER_OFFSET, upd))
+            assert r.code == ResponseCode.SYSTEM_ERROR
             # admin: invalid topic name
             r = await create_topic(c, addr, "no spaces allowed", 1)
             assert r.code == ResponseCode.SYSTEM_ERROR

@@ -17,6 +17,8 @@ from rocketq.protocol.headers import (
 )
 from rocketq.remoting import Channel
 
+from ..validation import check_name, check_topic
+
 if TYPE_CHECKING:
     from ..controller import BrokerController
 
@@ -49,6 +51,9 @@ class OffsetProcessor:
 
     def update_consumer_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         h = UpdateConsumerOffsetRequestHeader.from_ext(request.ext_fields)
+        reason = check_name("consumer group", h.consumer_group) or check_topic(h.topic)
+        if reason is not None:
+            return request.response(ResponseCode.SYSTEM_ERROR, reason)
         # ali-ons sends -1 for "no offset" (and for 0): a negative offset never overwrites
         if h.commit_offset >= 0:
             self.ctl.offsets.commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset)

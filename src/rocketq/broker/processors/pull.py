@@ -10,6 +10,7 @@ from rocketq.protocol.headers import PullMessageRequestHeader, PullSysFlag
 from rocketq.remoting import Channel
 
 from ..subscription import SubscriptionData, filter_for
+from ..validation import check_name
 
 if TYPE_CHECKING:
     from ..controller import BrokerController
@@ -75,7 +76,12 @@ class PullProcessor:
             return request.response(
                 _F.NO_PERMISSION, f"the broker[{ctl.cfg['brokerIP1']}] pulling message is forbidden"
             )
-        sgc = ctl.subscriptions.find_or_create(h.consumer_group)
+        sgc = ctl.subscriptions.get(h.consumer_group)
+        if sgc is None:
+            reason = check_name("consumer group", h.consumer_group)
+            if reason is not None:
+                return request.response(_F.SUBSCRIPTION_GROUP_NOT_EXIST, reason)
+            sgc = ctl.subscriptions.find_or_create(h.consumer_group)
         if sgc is None:
             return request.response(
                 _F.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group [{h.consumer_group}] does not exist"
