@@ -545,3 +545,26 @@ def test_send_errors_carry_codes(cluster: Cluster) -> None:
         with pytest.raises(MQBrokerError) as be:
             p.send(Message(cluster.topic(), os.urandom(5 * 1024 * 1024)))  # incompressible, over 4 MiB
         assert be.value.code == 13 and be.value.remark
+
+
+# -- broker → client requests --------------------------------------------------------------------------
+def test_reset_offset_by_time_with_consumer_online(cluster: Cluster) -> None:
+    topic = cluster.topic(queues=2)
+    grp = group()
+    got = Collector()
+    c = consumer(cluster.namesrv, grp, topic, got)
+    try:
+        with Producer("PG_reset", namesrv=cluster.namesrv) as p:
+            for i in range(20):
+                p.send(Message(topic, b"r%d" % i))
+        wait_until(lambda: len(got) >= 20, 20, "first pass")
+        time.sleep(1.5)  # offsets persisted to the broker
+        # GET_CONSUMER_RUNNING_INFO answered by the client (consumerProgress -s true shows its IP)
+        progress = cluster.admin("consumerProgress", "-g", grp, "-s", "true")
+        assert topic in progress
+        # RESET_CONSUMER_CLIENT_OFFSET: back to the beginning while the consumer runs
+        cluster.admin("resetOffsetByTime", "-g", grp, "-t", topic, "-s", "0")
+        wait_until(lambda: len(got) >= 40, 30, "second pass after the reset")
+    finally:
+        c.shutdown()
+    assert Counter(got.bodies()) == Counter({b"r%d" % i: 2 for i in range(20)})

@@ -307,6 +307,81 @@ class PushConsumer:
             return
         await self.offset_store.persist_all(list(self._pqs))
 
+    async def reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        """The broker reset the group's offsets (mqadmin resetOffsetByTime): drop the affected queues,
+        store the new offsets and rebalance so pulling restarts from them."""
+        store = self.offset_store
+        if store is None:
+            return
+        async with self._rebalance_lock:
+            for mq, off in offsets.items():
+                pq = self._pqs.pop(mq, None)
+                if pq is not None:
+                    pq.dropped = True
+                    task = self._pull_tasks.pop(mq, None)
+                    if task is not None:
+                        task.cancel()
+                store.update_offset(mq, off, False)
+            with contextlib.suppress(Exception):
+                await store.persist_all(list(offsets))
+            for mq in offsets:
+                store.remove_offset(mq)
+        self.instance.rebalance_immediately()
+
+    def running_info(self) -> dict[str, Any]:
+        """GET_CONSUMER_RUNNING_INFO answer (ConsumerRunningInfo; mqTable keyed fastjson-style)."""
+        from rocketq.protocol.lenient_json import FrozenKey
+
+        now_ms = int(time.time() * 1000)
+        store = self.offset_store
+        mq_table = {}
+        for mq, pq in list(self._pqs.items()):
+            mq_table[FrozenKey.of(mq.to_json())] = {
+                "commitOffset": store.table.get(mq, -1) if store else -1,
+                "cachedMsgCount": pq.msg_count,
+                "cachedMsgSizeInMiB": pq.msg_size // (1024 * 1024),
+                "cachedMsgMaxOffset": pq.queue_offset_max,
+                "locked": pq.locked,
+                "droped": pq.dropped,
+                "lastPullTimestamp": now_ms - int((time.monotonic() - pq.last_pull_ts) * 1000),
+                "lastConsumeTimestamp": now_ms - int((time.monotonic() - pq.last_consume_ts) * 1000),
+            }
+        return {
+            "properties": {
+                "PROP_CONSUMEORDERLY": str(self.orderly).lower(),
+                "PROP_CLIENT_VERSION": "V4_9_8",
+                "PROP_CONSUME_TYPE": "CONSUME_PASSIVELY",
+                "PROP_THREADPOOL_CORE_SIZE": str(self.consume_thread_max),
+                "PROP_CONSUMER_START_TIMESTAMP": str(now_ms),
+                "messageModel": self.message_model.value,
+                "consumeFromWhere": self.consume_from_where.value,
+                "consumerGroup": self.group,
+            },
+            "subscriptionSet": [s.to_json() for s in self._subs.values()],
+            "mqTable": mq_table,
+            "statusTable": {},
+        }
+
+    async def consume_directly(self, msg: MessageExt) -> dict[str, Any]:
+        """CONSUME_MESSAGE_DIRECTLY (mqadmin consumeMessage): run the listener on one message."""
+        self._reset_retry_topic([msg])
+        t0 = time.monotonic()
+        try:
+            result = await self._call_listener([msg])
+            code = (
+                "CR_SUCCESS" if _is_success(result) else ("CR_RETURN_NULL" if result is None else "CR_LATER")
+            )
+            remark = None
+        except Exception as exc:
+            code, remark = "CR_THROW_EXCEPTION", repr(exc)
+        return {
+            "order": self.orderly,
+            "autoCommit": True,
+            "consumeResult": code,
+            "remark": remark,
+            "spentTimeMills": int((time.monotonic() - t0) * 1000),
+        }
+
     # -- offsets on the broker -------------------------------------------------------------------
     async def _query_offset(self, mq: MessageQueue) -> int:
         addr = await self.instance.find_broker_addr_or_refresh(mq.broker_name, mq.topic)

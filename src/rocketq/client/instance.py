@@ -11,18 +11,22 @@ import random
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from rocketq.protocol.codes import RequestCode
+import orjson
+
+from rocketq.protocol import lenient_json
+from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.remoting import Channel, RemotingClient
 
 from .api import MQClientAPI
-from .codec import local_ip_str
-from .message import DEFAULT_TOPIC, MQClientError
+from .codec import decode_records, local_ip_str
+from .message import DEFAULT_TOPIC, MessageQueue, MQClientError
 from .route import MASTER_ID, TopicRouteData, topic_route_to_publish_info, topic_route_to_subscribe_info
 
 log = logging.getLogger(__name__)
 
 DEFAULT_INSTANCE_NAME = "DEFAULT"
+NO_SUCH_GROUP = "The Consumer Group not exist in this consumer"
 
 
 class ProducerInner(Protocol):
@@ -84,6 +88,9 @@ class MQClientInstance:
         self.namesrv_addrs = namesrv_addrs
         self.remoting = RemotingClient()
         self.remoting.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_ids_changed)
+        self.remoting.register_processor(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
+        self.remoting.register_processor(RequestCode.GET_CONSUMER_RUNNING_INFO, self._on_running_info)
+        self.remoting.register_processor(RequestCode.CONSUME_MESSAGE_DIRECTLY, self._on_consume_directly)
         self.api = MQClientAPI(self.remoting, namesrv_addrs, self.config.mq_client_api_timeout)
         self.routes: dict[str, TopicRouteData] = {}
         self.broker_addrs: dict[str, dict[str, str]] = {}
@@ -304,6 +311,52 @@ class MQClientInstance:
         log.debug("consumer ids of %s changed", request.ext_fields.get("consumerGroup"))
         self.rebalance_immediately()
         return None
+
+    async def _on_reset_offset(self, channel: Channel, request: RemotingCommand) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET (mqadmin resetOffsetByTime with the group online)."""
+        group = request.ext_fields.get("group", "")
+        topic = request.ext_fields.get("topic", "")
+        consumer = self.consumers.get(group)
+        if consumer is None or not request.body:
+            return None
+        try:
+            table = lenient_json.loads(request.body_bytes).get("offsetTable") or {}
+        except Exception as exc:
+            log.warning("bad reset-offset body: %s", exc)
+            return None
+        offsets: dict[MessageQueue, int] = {}
+        for key, off in table.items():
+            obj = key.to_dict() if isinstance(key, lenient_json.FrozenKey) else key
+            if isinstance(obj, str):
+                obj = orjson.loads(obj)
+            mq = MessageQueue.from_json(obj)
+            if mq.topic == topic:
+                offsets[mq] = int(off)
+        reset = getattr(consumer, "reset_offset", None)
+        if reset is not None and offsets:
+            await reset(topic, offsets)
+        return None
+
+    def _on_running_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        consumer = self.consumers.get(request.ext_fields.get("consumerGroup", ""))
+        if consumer is None or not hasattr(consumer, "running_info"):
+            return request.response(
+                ResponseCode.SYSTEM_ERROR, "The Consumer Group not exist in this consumer"
+            )
+        body = lenient_json.dumps(consumer.running_info())
+        return request.response(ResponseCode.SUCCESS, None, None, body)
+
+    async def _on_consume_directly(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        consumer = self.consumers.get(request.ext_fields.get("consumerGroup", ""))
+        if consumer is None or not hasattr(consumer, "consume_directly"):
+            return request.response(
+                ResponseCode.SYSTEM_ERROR, "The Consumer Group not exist in this consumer"
+            )
+        msgs = decode_records(request.body_bytes, request.ext_fields.get("brokerName", ""))
+        if not msgs:
+            return request.response(ResponseCode.SYSTEM_ERROR, "no message in the request body")
+        result = await consumer.consume_directly(msgs[0])
+        return request.response(ResponseCode.SUCCESS, None, None, orjson.dumps(result))
 
     def rebalance_immediately(self) -> None:
         self._rebalance_wakeup.set()
