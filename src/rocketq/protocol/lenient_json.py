@@ -12,9 +12,11 @@ which is what Java's admin tools parse for TopicStatsTable / ConsumeStats / Rese
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
-from json.decoder import scanstring
+from json.decoder import JSONDecodeError, scanstring
+from json.scanner import make_scanner
 from typing import Any
 
 import orjson
@@ -65,13 +67,45 @@ _IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 _MAX_NUMBER_LEN = 400
 
 
+def _reject_constant(name: str) -> Any:
+    raise ProtocolError(f"{name} is not JSON")
+
+
+# The stdlib's C scanner parses one standard JSON value at an offset. The parser below hands it every
+# container it meets and only walks by hand the ones that are not standard (object keys, unquoted keys).
+_scan_standard = make_scanner(json.JSONDecoder(parse_constant=_reject_constant, strict=True))
+
+
 class _Parser:
-    __slots__ = ("key_hook", "max_depth", "s")
+    __slots__ = ("c_floor", "key_hook", "max_depth", "s")
 
     def __init__(self, s: str, key_hook: Callable[[dict[Any, Any]], Any] | None, max_depth: int) -> None:
         self.s = s
         self.key_hook = key_hook
         self.max_depth = max_depth
+        # The C scanner failed at this offset: it is retried only on values that start at or after it, so
+        # the work it wastes on failures is bounded by one pass over the input.
+        self.c_floor = 0
+
+    def container(self, pos: int, depth: int) -> tuple[Any, int]:
+        """The object or array at ``pos`` (whose own nesting level is depth + 1)."""
+        if pos >= self.c_floor:
+            try:
+                v, end = _scan_standard(self.s, pos)
+            except StopIteration as exc:
+                self.c_floor = max(self.c_floor, exc.value if isinstance(exc.value, int) else pos)
+            except JSONDecodeError as exc:
+                self.c_floor = max(self.c_floor, exc.pos)
+            except RecursionError:
+                raise self.fail(pos, "nesting too deep") from None
+            else:
+                room = self.max_depth - depth
+                if end - pos >= 2 * room:  # long enough to nest past the limit: check
+                    _check_depth(v, room)
+                return v, end
+        if self.s[pos] == "{":
+            return self.obj(pos + 1, depth + 1)
+        return self.arr(pos + 1, depth + 1)
 
     def fail(self, pos: int, what: str) -> ProtocolError:
         near = self.s[pos : pos + 20]
@@ -85,10 +119,8 @@ class _Parser:
         if pos >= len(s):
             raise self.fail(pos, "unexpected end of input")
         c = s[pos]
-        if c == "{":
-            return self.obj(pos + 1, depth + 1)
-        if c == "[":
-            return self.arr(pos + 1, depth + 1)
+        if c == "{" or c == "[":
+            return self.container(pos, depth)
         if c == '"' or c == "'":
             return self.string(pos)
         m = _NUMBER.match(s, pos)
@@ -141,7 +173,7 @@ class _Parser:
         s = self.s
         c = s[pos] if pos < len(s) else ""
         if c == "{":
-            obj, end = self.obj(pos + 1, depth + 1)
+            obj, end = self.container(pos, depth)
             return (self.key_hook(obj) if self.key_hook is not None else FrozenKey.of(obj)), end
         if c == '"' or c == "'":
             return self.string(pos)

@@ -180,3 +180,33 @@ def test_truncated_fastjson_raises_protocol_error(table: dict, data: st.DataObje
     cut = data.draw(st.integers(0, len(text) - 1))
     with pytest.raises(ProtocolError):
         loads(text[:cut])
+
+
+def test_c_scanner_fallback_work_is_linear(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Standard containers are handed to the stdlib C scanner; one that fails deep inside must not be
+    # re-scanned level by level (which would be quadratic in depth x size).
+    import rocketq.protocol.lenient_json as lj
+
+    real = lj._scan_standard
+    scanned = 0
+
+    def counting(s: str, pos: int):  # type: ignore[no-untyped-def]
+        nonlocal scanned
+        try:
+            v, end = real(s, pos)
+        except json.JSONDecodeError as exc:
+            scanned += exc.pos - pos
+            raise
+        except StopIteration as exc:
+            scanned += exc.value - pos
+            raise
+        scanned += end - pos
+        return v, end
+
+    monkeypatch.setattr(lj, "_scan_standard", counting)
+    depth = 50
+    filler = "[" + ",".join(["12345"] * 2000) + "]"
+    text = "".join(f'{{"f{i}":{filler},"n":' for i in range(depth)) + "{0:1}" + "}" * depth
+    got = loads(text)
+    assert got["n"]["n"]["f2"][0] == 12345
+    assert scanned <= 3 * len(text)
