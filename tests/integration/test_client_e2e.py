@@ -568,3 +568,68 @@ def test_reset_offset_by_time_with_consumer_online(cluster: Cluster) -> None:
     finally:
         c.shutdown()
     assert Counter(got.bodies()) == Counter({b"r%d" % i: 2 for i in range(20)})
+
+
+def test_flow_control_bounds_cached_messages(cluster: Cluster) -> None:
+    topic = cluster.topic(queues=1)
+    release = threading.Event()
+    got = Collector()
+
+    def slow(msgs: list) -> ConsumeResult:
+        release.wait(20)
+        return got(msgs)
+
+    with Producer("PG_flow", namesrv=cluster.namesrv) as p:
+        for j in range(5):
+            p.send([Message(topic, b"f%d-%d" % (j, i)) for i in range(100)])
+    c = consumer(cluster.namesrv, group(), topic, slow, pull_threshold_for_queue=50, consume_thread_max=2)
+    try:
+        core = c._core
+        wait_until(lambda: any(pq.msg_count for pq in core._pqs.values()), 20, "first pull")
+        time.sleep(1.0)  # a consumer ignoring flow control would have pulled all 500 by now
+        cached = max(pq.msg_count for mq, pq in core._pqs.items() if mq.topic == topic)
+        assert 0 < cached <= 50 + 32  # threshold + one pull batch
+        release.set()
+        wait_until(lambda: len(got) >= 500, 30, "everything after release")
+    finally:
+        release.set()
+        c.shutdown()
+    assert len(set(got.bodies())) == 500
+
+
+def test_send_back_fallback_resends_to_retry_topic(cluster: Cluster) -> None:
+    """When CONSUMER_SEND_MSG_BACK fails, the message is re-sent to %RETRY%<group> by CLIENT_INNER_PRODUCER
+    (with RETRY_TOPIC / RECONSUME_TIME) and comes back with reconsume_times 1 on the original topic."""
+    topic = cluster.topic(queues=1)
+    grp = group()
+    seen: list[tuple[int, str, bytes]] = []
+    lock = threading.Lock()
+
+    def listener(msgs: list) -> ConsumeResult:
+        with lock:
+            seen.extend((m.reconsume_times, m.topic, m.body) for m in msgs)
+        return ConsumeResult.SUCCESS
+
+    c = consumer(cluster.namesrv, grp, topic, listener)
+    try:
+        with Producer("PG_fb", namesrv=cluster.namesrv) as p:
+            p.send(Message(topic, b"fallback", tags="TagF"))
+        wait_until(lambda: len(seen) >= 1, 20, "first delivery")
+        core = c._core
+        from rocketq.client.sync import run
+
+        # the same message again, but with a commit-log offset the broker cannot find → send-back fails
+        async def resend() -> bool:
+            from rocketq.client.message import MessageExt
+
+            m = MessageExt(topic, b"fallback", {"TAGS": "TagF", "UNIQ_KEY": "ABCDEF"})
+            m.broker_name = "broker-a"
+            m.commit_log_offset = 1 << 50
+            m.msg_id = "ABCDEF"
+            return await core.send_message_back(m, 0)
+
+        assert run(resend()) is True
+        wait_until(lambda: len(seen) >= 2, 30, "redelivery through the retry topic")
+    finally:
+        c.shutdown()
+    assert seen[1] == (1, topic, b"fallback")

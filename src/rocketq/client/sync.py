@@ -82,6 +82,13 @@ class _Facade:
             raise AttributeError(name)
         return getattr(self._core, name)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # producer.send_msg_timeout = 5000 etc. configure the core
+        if name != "_core" and "_core" in self.__dict__ and hasattr(self._core, name):
+            setattr(self._core, name, value)
+        else:
+            object.__setattr__(self, name, value)
+
     def start(self) -> None:
         run(self._core.start())
         _live.add(self)
