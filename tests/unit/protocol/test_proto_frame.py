@@ -153,7 +153,7 @@ def _same(a: RemotingCommand, b: RemotingCommand) -> None:
     assert a.serialize_type == b.serialize_type
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(commands())
 def test_frame_round_trip(cmd: RemotingCommand) -> None:
     raw = cmd.encode()
@@ -161,6 +161,7 @@ def test_frame_round_trip(cmd: RemotingCommand) -> None:
     _same(decode_frame(raw[4:]), cmd)
 
 
+@settings(deadline=None)
 @given(commands(), st.lists(st.binary(max_size=8), max_size=3))
 def test_scattered_body_parts_encode_like_a_joined_body(cmd: RemotingCommand, parts: list[bytes]) -> None:
     cmd.body = [memoryview(p) for p in parts]
@@ -172,7 +173,7 @@ def test_scattered_body_parts_encode_like_a_joined_body(cmd: RemotingCommand, pa
     assert cmd.body_length == len(b"".join(parts))
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(st.lists(commands(), min_size=1, max_size=6), st.data())
 def test_decoder_handles_arbitrary_chunking(cmds: list[RemotingCommand], data: st.DataObject) -> None:
     stream = b"".join(c.encode() for c in cmds)
@@ -254,7 +255,7 @@ def test_bad_binary_headers_raise_protocol_error(header: bytes) -> None:
         decode_frame(frame)
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(commands(), st.data())
 def test_truncated_or_corrupted_frames_raise_protocol_error_only(
     cmd: RemotingCommand, data: st.DataObject
@@ -276,7 +277,7 @@ def test_truncated_or_corrupted_frames_raise_protocol_error_only(
         pass
 
 
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 @given(st.binary(max_size=300))
 def test_random_streams_raise_protocol_error_only(data: bytes) -> None:
     dec = FrameDecoder()
@@ -286,7 +287,7 @@ def test_random_streams_raise_protocol_error_only(data: bytes) -> None:
         pass
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=200), st.sampled_from([0, 1]))
 def test_random_header_bytes_raise_protocol_error_only(header: bytes, stype: int) -> None:
     frame = struct.pack(">i", (stype << 24) | len(header)) + header
@@ -296,7 +297,7 @@ def test_random_header_bytes_raise_protocol_error_only(header: bytes, stype: int
         pass
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
     lambda x: st.lists(x, max_size=3) | st.dictionaries(st.text(max_size=5), x, max_size=3),

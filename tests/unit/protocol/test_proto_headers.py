@@ -102,7 +102,7 @@ def test_there_is_a_header_for_every_spec_section() -> None:
         assert needed in names
 
 
-@settings(max_examples=400)
+@settings(max_examples=400, deadline=None)
 @given(any_header)
 def test_every_header_round_trips_through_ext(h: Header) -> None:
     ext = h.to_ext()
@@ -112,7 +112,7 @@ def test_every_header_round_trips_through_ext(h: Header) -> None:
     assert _decode(type(h), type(h)._fields, ext) == h
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(any_header)
 def test_every_header_round_trips_through_a_real_frame(h: Header) -> None:
     cmd = RemotingCommand.request(RequestCode.HEART_BEAT, h.to_ext())
@@ -158,6 +158,7 @@ def test_send_v2_short_names_match_the_spec_table() -> None:
     assert [f.key for f in SendMessageRequestHeaderV2._fields] == list(spec)
 
 
+@settings(deadline=None)
 @given(instances(SendMessageRequestHeader))
 def test_send_v1_v2_conversions_are_inverse(h: SendMessageRequestHeader) -> None:
     assert h.to_v2().to_v1() == h
@@ -323,7 +324,7 @@ _junk_value = st.one_of(
 )
 
 
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 @given(
     st.sampled_from(ALL_HEADERS),
     st.dictionaries(st.text(max_size=25), _junk_value, max_size=12),

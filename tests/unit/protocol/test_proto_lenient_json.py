@@ -133,12 +133,14 @@ _json = st.recursive(
 _mq = st.builds(MessageQueue, st.text(max_size=6), st.text(max_size=6), st.integers(0, 2**31 - 1))
 
 
+@settings(deadline=None)
 @given(_json)
 def test_standard_json_round_trip(value: object) -> None:
     assert loads(dumps(value)) == value
     assert loads(json.dumps(value, ensure_ascii=False)) == value
 
 
+@settings(deadline=None)
 @given(st.dictionaries(_mq, _json, max_size=5))
 def test_message_queue_keyed_round_trip(table: dict) -> None:
     text = dumps({"offsetTable": table})
@@ -146,13 +148,14 @@ def test_message_queue_keyed_round_trip(table: dict) -> None:
     assert back == {"offsetTable": table}
 
 
+@settings(deadline=None)
 @given(st.dictionaries(st.integers(-(2**31), 2**31 - 1), st.text(max_size=5), max_size=5))
 def test_unquoted_int_keys_round_trip(table: dict[int, str]) -> None:
     text = "{" + ",".join(f"{k}:{orjson.dumps(v).decode()}" for k, v in table.items()) + "}"
     assert loads(text) == table
 
 
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 @given(st.binary(max_size=200))
 def test_random_bytes_raise_protocol_error_only(data: bytes) -> None:
     try:
@@ -164,7 +167,7 @@ def test_random_bytes_raise_protocol_error_only(data: bytes) -> None:
 _alphabet = st.sampled_from(list("{}[]:,\"'0123456789-.eE truefalsnl\\ab\n"))
 
 
-@settings(max_examples=600)
+@settings(max_examples=600, deadline=None)
 @given(st.lists(_alphabet, max_size=80).map("".join))
 def test_json_like_junk_raises_protocol_error_only(text: str) -> None:
     try:
@@ -173,7 +176,7 @@ def test_json_like_junk_raises_protocol_error_only(text: str) -> None:
         pass
 
 
-@settings(max_examples=150)
+@settings(max_examples=150, deadline=None)
 @given(st.dictionaries(_mq, _json, min_size=1, max_size=3), st.data())
 def test_truncated_fastjson_raises_protocol_error(table: dict, data: st.DataObject) -> None:
     text = dumps({"offsetTable": table})

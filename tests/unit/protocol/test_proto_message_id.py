@@ -6,7 +6,7 @@ import ipaddress
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rocketq.protocol import ProtocolError
@@ -43,6 +43,7 @@ ipv4 = st.ip_addresses(v=4).map(str)
 ipv6 = st.ip_addresses(v=6).map(str)
 
 
+@settings(deadline=None)
 @given(st.one_of(ipv4, ipv6), st.integers(0, 65535), st.integers(0, 2**63 - 1))
 def test_offset_msg_id_round_trip(host: str, port: int, offset: int) -> None:
     mid = offset_msg_id_encoder(host, port)(offset)
@@ -72,6 +73,7 @@ def test_offset_msg_id_junk(bad: str) -> None:
     assert not is_offset_msg_id(bad)
 
 
+@settings(deadline=None)
 @given(st.text(max_size=60))
 def test_offset_msg_id_random_text_only_protocol_error(text: str) -> None:
     try:

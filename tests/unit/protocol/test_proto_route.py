@@ -214,14 +214,14 @@ _bodies = st.builds(
 )
 
 
-@settings(max_examples=150)
+@settings(max_examples=150, deadline=None)
 @given(_bodies)
 def test_compressed_register_body_round_trip(body: RegisterBrokerBody) -> None:
     assert RegisterBrokerBody.decode_body(body.encode_body(True), True) == body
     assert RegisterBrokerBody.decode_body(body.encode_body(False), False) == body
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(_bodies, st.data())
 def test_compressed_register_body_truncated_or_corrupted(
     body: RegisterBrokerBody, data: st.DataObject
@@ -240,7 +240,7 @@ def test_compressed_register_body_truncated_or_corrupted(
         pass
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=200), st.booleans())
 def test_compressed_register_body_random_bytes(data: bytes, wrap: bool) -> None:
     try:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rocketq.protocol.tags import (
@@ -49,6 +49,7 @@ def test_java_string_hash_vectors(tag: str, code: int) -> None:
     assert _reference_hash(tag) == code
 
 
+@settings(deadline=None)
 @given(st.text(max_size=40))
 def test_hash_matches_reference_for_any_text(s: str) -> None:
     h = tag_hash(s)
@@ -83,6 +84,7 @@ def test_expression_without_tags_is_an_error(expr: str) -> None:
         parse_tag_expression(expr)
 
 
+@settings(deadline=None)
 @given(
     st.lists(st.text(alphabet=st.characters(blacklist_characters="|"), min_size=1, max_size=8), min_size=1)
 )
