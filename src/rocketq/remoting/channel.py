@@ -60,13 +60,15 @@ class Dispatcher:
     """Maps request codes to handlers. Coroutine functions run as their own task (so a held
     long-poll never delays later requests on the connection); plain functions run inline."""
 
-    __slots__ = ("_default", "_processors", "on_close", "rpc_hook")
+    __slots__ = ("_default", "_processors", "max_tasks_per_channel", "on_close", "rpc_hook")
 
-    def __init__(self, rpc_hook: RPCHook | None = None) -> None:
+    def __init__(self, rpc_hook: RPCHook | None = None, *, max_tasks_per_channel: int = 10_000) -> None:
         self._processors: dict[int, tuple[Handler, bool]] = {}
         self._default: tuple[Handler, bool] | None = None
         self.rpc_hook = rpc_hook
         self.on_close: list[Callable[[Channel], Any]] = []
+        # Bounds what one peer can make us hold (long polls, slow handlers): beyond it, SYSTEM_BUSY.
+        self.max_tasks_per_channel = max_tasks_per_channel
 
     def register(self, code: int, handler: Handler) -> None:
         self._processors[int(code)] = (handler, inspect.iscoroutinefunction(handler))
@@ -89,8 +91,12 @@ class Channel(asyncio.Protocol):
         max_frame_size: int = MAX_FRAME_SIZE,
         on_lost: Callable[[Channel], None] | None = None,
         coalesce_writes: bool = False,
+        pause_reading_on_backpressure: bool = False,
     ) -> None:
         self.id = next(_channel_ids)
+        # Server side: stop reading a peer that does not read our responses, so its requests cannot
+        # grow our write buffer without bound. (Never on the client side: both pausing could deadlock.)
+        self._pause_reading = pause_reading_on_backpressure
         self.remote_addr = ""
         self.local_addr = ""
         self.closed = False
@@ -187,9 +193,13 @@ class Channel(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self._write_paused = True
+        if self._pause_reading and self._transport is not None:
+            self._transport.pause_reading()
 
     def resume_writing(self) -> None:
         self._write_paused = False
+        if self._pause_reading and self._transport is not None and not self._transport.is_closing():
+            self._transport.resume_reading()
         self._wake_drain_waiters()
 
     def _wake_drain_waiters(self) -> None:
@@ -208,6 +218,9 @@ class Channel(asyncio.Protocol):
             return
         handler, is_async = entry
         if is_async:
+            if len(self._tasks) >= self._dispatcher.max_tasks_per_channel:
+                self._busy(request)
+                return
             self._spawn(self._run_handler(handler, request))
             return
         hook = self._dispatcher.rpc_hook
@@ -222,8 +235,18 @@ class Channel(asyncio.Protocol):
             if hook is not None:
                 self._after_hook(hook, request, result)
             self._reply(request, result)
+        elif len(self._tasks) >= self._dispatcher.max_tasks_per_channel:
+            if inspect.iscoroutine(result):
+                result.close()
+            self._busy(request)
         else:  # the handler chose its slow path
             self._spawn(self._await_result(result, request))
+
+    def _busy(self, request: RemotingCommand) -> None:
+        if not request.flag & FLAG_ONEWAY:
+            limit = self._dispatcher.max_tasks_per_channel
+            remark = f"too many requests in flight on this connection (max {limit})"
+            self._reply(request, _error(request, ResponseCode.SYSTEM_BUSY, remark))
 
     def _after_hook(self, hook: RPCHook, request: RemotingCommand, response: RemotingCommand | None) -> None:
         try:

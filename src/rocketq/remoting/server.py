@@ -32,13 +32,14 @@ class RemotingServer:
         max_frame_size: int = MAX_FRAME_SIZE,
         rpc_hook: RPCHook | None = None,
         backlog: int = 1024,
+        max_tasks_per_channel: int = 10_000,
     ) -> None:
         self.host = host
         self.port = port
         self.idle_timeout_s = idle_timeout_s
         self.max_frame_size = max_frame_size
         self.backlog = backlog
-        self._dispatcher = Dispatcher(rpc_hook)
+        self._dispatcher = Dispatcher(rpc_hook, max_tasks_per_channel=max_tasks_per_channel)
         self._open_callbacks: list[Callable[[Channel], Any]] = []
         self._channels: dict[int, Channel] = {}
         self._server: asyncio.base_events.Server | None = None
@@ -77,7 +78,12 @@ class RemotingServer:
 
     # -- lifecycle ---------------------------------------------------------------------------
     def _make_channel(self) -> Channel:
-        ch = Channel(self._dispatcher, max_frame_size=self.max_frame_size, on_lost=self._lost)
+        ch = Channel(
+            self._dispatcher,
+            max_frame_size=self.max_frame_size,
+            on_lost=self._lost,
+            pause_reading_on_backpressure=True,
+        )
         self._channels[ch.id] = ch
         for cb in self._open_callbacks:
             try:

@@ -513,3 +513,45 @@ def test_error_responses_to_binary_header_requests_use_json() -> None:
             writer.close()
 
     arun(body)
+
+
+def test_too_many_held_requests_on_one_connection_get_system_busy() -> None:
+    async def body() -> None:
+        async with _server(max_tasks_per_channel=2) as server, RemotingClient() as client:
+            slow = [
+                asyncio.ensure_future(
+                    client.invoke(server.address, RemotingCommand.request(SLOW, {"sleep": "0.3"}))
+                )
+                for _ in range(2)
+            ]
+            await asyncio.sleep(0.05)
+            resp = await client.invoke(server.address, RemotingCommand.request(SLOW, {"sleep": "0.3"}))
+            assert resp.code == ResponseCode.SYSTEM_BUSY and "too many" in (resp.remark or "")
+            assert (await client.invoke(server.address, _fast(3))).code == 0  # inline handlers still served
+            assert [r.code for r in await asyncio.gather(*slow)] == [0, 0]
+
+    arun(body)
+
+
+def test_peer_that_does_not_read_cannot_grow_server_buffers() -> None:
+    async def body() -> None:
+        async with _server() as server:
+            reader, writer = await _raw_connect(server.port)
+            frame = RemotingCommand(ECHO, body=b"z" * 65536).encode()
+            for _ in range(500):  # 32 MiB of echo requests; we never read the responses
+                writer.write(frame)
+            await asyncio.sleep(1.0)
+            (ch,) = server.channels
+            buffered = ch._transport.get_write_buffer_size()  # type: ignore[union-attr]
+            assert buffered < 8 * 1024 * 1024, buffered
+            # reading resumes once the peer drains its responses
+            dec, got = FrameDecoder(), 0
+            while got < 500:
+                data = await asyncio.wait_for(reader.read(1 << 20), 5)
+                assert data
+                for resp in dec.feed(data):
+                    assert resp.code == 0 and len(resp.body) == 65536
+                    got += 1
+            writer.close()
+
+    arun(body)
