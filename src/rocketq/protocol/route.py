@@ -104,10 +104,11 @@ class TopicConfig(JsonModel):
 
     @classmethod
     def decode_compact(cls, text: str) -> TopicConfig:
-        parts = text.split(" ")
-        if len(parts) != 5:
+        # 5.x appends the topic attributes as JSON (which may itself contain spaces): ignore it.
+        parts = text.split(" ", 5)
+        if len(parts) < 5:
             raise ProtocolError(f"compact topic config needs 5 fields, got {len(parts)}")
-        name, r, w, perm, filter_type = parts
+        name, r, w, perm, filter_type = parts[:5]
         if filter_type not in TOPIC_FILTER_TYPES:
             raise ProtocolError(f"unknown topicFilterType {filter_type[:40]!r}")
         try:

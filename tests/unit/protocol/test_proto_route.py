@@ -108,6 +108,12 @@ def test_register_body_compressed_hand_built_decodes() -> None:
     assert body.filter_server_list == ["fs:1"]
 
 
+def test_register_body_compressed_accepts_5x_attributes_suffix() -> None:
+    blob = _java_style_compressed(b"{}", ['T 4 4 6 SINGLE_TAG {"+message.type": "NORMAL"}'], b"[]")
+    body = RegisterBrokerBody.decode_compressed(blob)
+    assert body.topic_config_table["T"] == TopicConfig("T", 4, 4, 6, "SINGLE_TAG")
+
+
 def test_register_body_compressed_round_trip_loses_only_sysflag_and_order() -> None:
     cfg = TopicConfig("T", 2, 3, 6, "SINGLE_TAG", topic_sys_flag=1, order=True)
     body = RegisterBrokerBody(TopicConfigSerializeWrapper({"T": cfg}, DataVersion(5, 9)), ["a:1"])
