@@ -154,7 +154,7 @@ class Channel(asyncio.Protocol):
                     return
         finally:
             self._cork = None
-            if cork and self._transport is not None:
+            if cork and not self.closed:
                 _send(self._transport, cork)
 
     def _handle(self, cmd: RemotingCommand) -> None:
@@ -297,7 +297,7 @@ class Channel(asyncio.Protocol):
             self._reply(request, _error(request, ResponseCode.SYSTEM_ERROR, text))
 
     def _reply(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
-        if response is None or request.flag & FLAG_ONEWAY or self._transport is None:
+        if response is None or request.flag & FLAG_ONEWAY or self.closed:
             return
         response.opaque = request.opaque
         response.flag |= FLAG_RESPONSE
@@ -332,7 +332,7 @@ class Channel(asyncio.Protocol):
 
     def _flush_wq(self) -> None:
         q, self._wq = self._wq, None
-        if q and self._transport is not None:
+        if q and not self.closed:
             _send(self._transport, q)
 
     async def drain(self) -> None:
@@ -395,7 +395,10 @@ class Channel(asyncio.Protocol):
         return len(self._pending)
 
     def close(self) -> None:
+        """Close after writing what is queued (asyncio flushes the transport buffer first)."""
         if self._transport is not None and not self._transport.is_closing():
+            if self._wq:
+                self._flush_wq()
             self._transport.close()
         self.closed = True
 

@@ -555,3 +555,27 @@ def test_peer_that_does_not_read_cannot_grow_server_buffers() -> None:
             writer.close()
 
     arun(body)
+
+
+def test_oneways_queued_in_this_loop_turn_are_sent_before_close() -> None:
+    async def body() -> None:
+        seen: list[str] = []
+        async with _server() as server:
+            server.register_processor(2005, lambda ch, req: seen.append(req.ext_fields["i"]))
+            client = RemotingClient()
+            ch = await client.get_channel(server.address)
+            slow = [
+                asyncio.ensure_future(client.invoke(server.address, RemotingCommand.request(SLOW), 5))
+                for _ in range(2)
+            ]
+            await asyncio.sleep(0.05)  # requests in flight: later writes are coalesced
+            for i in range(3):
+                ch.invoke_oneway(RemotingCommand.request(2005, {"i": str(i)}))
+            await client.close()
+            for f in slow:
+                with pytest.raises(RemotingConnectError):
+                    await f
+            await asyncio.sleep(0.2)
+            assert seen == ["0", "1", "2"]
+
+    arun(body)
