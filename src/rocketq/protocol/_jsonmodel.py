@@ -21,6 +21,8 @@ from typing import Any, ClassVar, TypeVar, dataclass_transform, get_args, get_or
 import orjson
 
 from .frame import ProtocolError
+from .lenient_json import dumps as _fastjson_dumps
+from .lenient_json import loads as _lenient_loads
 
 T = TypeVar("T")
 
@@ -282,17 +284,13 @@ class JsonModel:
     def encode(self) -> bytes:
         """The JSON body. Standard JSON unless the body has object map keys (then fastjson's form)."""
         if self.__fastjson__:
-            from .lenient_json import dumps
-
-            return dumps(self.to_obj())
+            return _fastjson_dumps(self.to_obj())
         return orjson.dumps(self.to_obj())
 
     @classmethod
     def decode(cls: type[T], data: bytes | bytearray | memoryview | str) -> T:
         """Parse a body leniently (standard JSON fast path, fastjson quirks accepted)."""
-        from .lenient_json import loads
-
-        return cls.from_obj(loads(data))  # type: ignore[attr-defined]
+        return cls.from_obj(_lenient_loads(data))  # type: ignore[attr-defined]
 
 
 @dataclass_transform(field_specifiers=(jfield, dataclasses.field))

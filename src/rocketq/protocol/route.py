@@ -15,6 +15,7 @@ import orjson
 from ._jsonmodel import JsonModel, jfield, json_model
 from .codes import PERM_READ, PERM_WRITE
 from .frame import ProtocolError
+from .lenient_json import loads
 
 MASTER_ID = 0
 DEFAULT_TOPIC_FILTER_TYPE = "SINGLE_TAG"
@@ -211,8 +212,6 @@ class RegisterBrokerBody(JsonModel):
                 raise ProtocolError("compressed register body: topic config is not UTF-8") from None
             cfg = TopicConfig.decode_compact(text)
             table[cfg.topic_name] = cfg
-        from .lenient_json import loads
-
         servers = loads(take_blob())
         if not isinstance(servers, list) or not all(isinstance(s, str) for s in servers):
             raise ProtocolError("compressed register body: filterServerList is not a list of strings")
