@@ -31,12 +31,14 @@ class ConsumeQueue:
         "topic",
     )
 
-    def __init__(self, topic: str, queue_id: int, root_dir: str, file_size: int) -> None:
+    def __init__(
+        self, topic: str, queue_id: int, root_dir: str, file_size: int, preallocate: bool = True
+    ) -> None:
         self.topic = topic
         self.queue_id = queue_id
         self.file_size = file_size - file_size % CQ_STORE_UNIT_SIZE
         self.store_path = os.path.join(root_dir, topic, str(queue_id))
-        self.mfq = MappedFileQueue(self.store_path, self.file_size)
+        self.mfq = MappedFileQueue(self.store_path, self.file_size, None, preallocate)
         self.max_phys_end = -1  # CommitLog offset just past the newest record indexed here
         self.min_logic_offset = 0  # logical bytes; moves forward when retention deletes CommitLog files
         self.max_store_timestamp = 0  # store timestamp of the newest unit dispatched (for the checkpoint)
@@ -46,14 +48,17 @@ class ConsumeQueue:
     def load(self) -> bool:
         return self.mfq.load()
 
-    def recover(self) -> None:
-        """Find the end of valid units (offset >= 0 and size > 0) scanning from the third-last file."""
+    def recover(self, max_phys: int = 1 << 62, max_unit_size: int = 1 << 30) -> None:
+        """Find the end of valid units scanning from the third-last file. A unit is valid if its CommitLog
+        offset is past the previous unit's record, its size is sane (or a filler) and it points below the
+        CommitLog's end max_phys; the first invalid unit ends the queue (torn tails hold garbage)."""
         files = self.mfq.files
         if not files:
             return
         idx = max(0, len(files) - 3)
         end = files[idx].file_from_offset
         max_phys_end = -1
+        prev_end = 0
         for mf in files[idx:]:
             pos = 0
             view = mf.view
@@ -62,7 +67,9 @@ class ConsumeQueue:
                 if off < 0 or size <= 0:
                     break
                 if size != BLANK_UNIT_SIZE:
-                    max_phys_end = off + size
+                    if size > max_unit_size or off < prev_end or off + size > max_phys:
+                        break
+                    max_phys_end = prev_end = off + size
                 pos += CQ_STORE_UNIT_SIZE
             end = mf.file_from_offset + pos
             if pos < self.file_size:
@@ -115,6 +122,18 @@ class ConsumeQueue:
         end = self.mfq.get_max_offset()
         if self.mfq.flushed_where > end:
             self.mfq.flushed_where = end
+
+    def truncate_to_offset(self, queue_offset: int) -> None:
+        """Drop units at queue_offset and later (recovery found them inconsistent with the CommitLog)."""
+        logical = queue_offset * CQ_STORE_UNIT_SIZE
+        self.mfq.truncate_dirty_files(logical)
+        last = self.mfq.last()
+        if last is not None and last.wrote_position < last.file_size:
+            stop = last.last_nonzero_end(last.wrote_position)
+            if stop > last.wrote_position:
+                last.zero_range(last.wrote_position, stop)
+        self._tail = None
+        self.max_phys_end = self._scan_max_phys_end()
 
     def _scan_max_phys_end(self) -> int:
         last = self.mfq.last()

@@ -28,6 +28,30 @@ def file_name_of(offset: int) -> str:
     return f"{offset:020d}"
 
 
+def _create_segment(path: str, file_size: int, preallocate: bool) -> None:
+    """Create a segment atomically: <name>.tmp sized (blocks allocated when preallocate, so a full disk
+    fails here instead of SIGBUS on a later write into the map), then renamed. A crash leaves either no
+    segment or a complete one; load() deletes stray .tmp files."""
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        if preallocate:
+            os.posix_fallocate(fd, 0, file_size)
+        else:
+            os.ftruncate(fd, file_size)
+    except BaseException:
+        os.close(fd)
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise
+    os.close(fd)
+    os.replace(tmp, path)
+    if faultfs.ACTIVE is not None:
+        faultfs.ACTIVE.on_create(path, file_size)
+
+
 def retry_pending_closes() -> int:
     """Unmap destroyed files whose views have been released; returns how many are still pinned."""
     with _pending_lock:
@@ -60,33 +84,24 @@ class MappedFile:
         self.first_create_in_queue = False
         self.store_timestamp = 0  # store timestamp of the last record appended (CommitLog only)
         created = not os.path.exists(path)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        if created:
+            _create_segment(path, file_size, preallocate)
+        fd = os.open(path, os.O_RDWR)
         try:
             st = os.fstat(fd)
-            if st.st_size < file_size:
-                if preallocate:
-                    # real blocks now: a full disk fails here (CREATE_MAPEDFILE_FAILED), never as SIGBUS later
-                    os.posix_fallocate(fd, 0, file_size)
-                else:
-                    os.ftruncate(fd, file_size)
+            if st.st_size < file_size:  # a short last segment (cut copy, old crash): extend with zeros
+                os.ftruncate(fd, file_size)
             elif st.st_size > file_size:
                 raise OSError(f"{path}: size {st.st_size} != {file_size}")
             self.mm = mmap.mmap(fd, file_size)
         except BaseException:
             os.close(fd)
-            if created:
-                try:
-                    os.remove(path)
-                except OSError:
-                    pass
             raise
         self._fd = fd
         self._closed = False
         self.view = memoryview(self.mm)
         self.wrote_position = 0
         self.flushed_position = 0
-        if created and faultfs.ACTIVE is not None:
-            faultfs.ACTIVE.on_create(path, file_size)
 
     # --- positions ---
     @property

@@ -7,6 +7,7 @@ ready map.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import threading
@@ -60,9 +61,14 @@ class AllocateMappedFileService:
 
 class MappedFileQueue:
     def __init__(
-        self, store_path: str, file_size: int, allocator: AllocateMappedFileService | None = None
+        self,
+        store_path: str,
+        file_size: int,
+        allocator: AllocateMappedFileService | None = None,
+        preallocate: bool = True,
     ) -> None:
         self.store_path = store_path
+        self.preallocate = preallocate
         self.file_size = file_size
         self.allocator = allocator
         self.files: list[MappedFile] = []
@@ -71,22 +77,39 @@ class MappedFileQueue:
 
     # --- load ---
     def load(self) -> bool:
-        """Map existing segments (recovery then sets the positions). False on a size mismatch."""
+        """Map existing segments (recovery then sets the positions). Stray .tmp files (a crash while creating
+        a segment) are removed; a short *last* segment is extended with zeros. False on any other size
+        mismatch (nothing is mapped then)."""
         if not os.path.isdir(self.store_path):
             return True
-        names = sorted(n for n in os.listdir(self.store_path) if len(n) == 20 and n.isdigit())
-        files = []
-        for n in names:
+        entries = os.listdir(self.store_path)
+        for n in entries:
+            if n.endswith(".tmp"):
+                try:
+                    os.remove(os.path.join(self.store_path, n))
+                except OSError:
+                    pass
+        names = sorted(n for n in entries if len(n) == 20 and n.isdigit())
+        files: list[MappedFile] = []
+        for i, n in enumerate(names):
             path = os.path.join(self.store_path, n)
             size = os.path.getsize(path)
-            if size != self.file_size:
+            if size != self.file_size and not (size < self.file_size and i == len(names) - 1):
                 log.error("%s: size %d, expected %d", path, size, self.file_size)
                 for f in files:
                     f.close()
                 return False
+            if size < self.file_size:
+                log.warning("%s: short last segment (%d bytes), extending with zeros", path, size)
             mf = MappedFile(path, self.file_size)
             mf.set_positions(self.file_size)
             files.append(mf)
+        for a, b in itertools.pairwise(files):
+            if b.file_from_offset != a.file_from_offset + self.file_size:
+                log.error("%s: segment missing before %s", self.store_path, b.file_name)
+                for f in files:
+                    f.close()
+                return False
         self.files = files
         return True
 
@@ -121,7 +144,7 @@ class MappedFileQueue:
             nxt = os.path.join(self.store_path, file_name_of(from_offset + self.file_size))
             self.allocator.request(nxt, self.file_size)
         else:
-            mf = MappedFile(path, self.file_size)
+            mf = MappedFile(path, self.file_size, self.preallocate)
         mf.first_create_in_queue = first
         with self._lock:
             self.files = [*self.files, mf]  # copy-on-write: readers iterate a stable list without locking

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import struct
 import time
 from collections import deque
 from collections.abc import Callable
@@ -24,7 +25,7 @@ from rocketq.protocol.properties import (
     decode_properties,
     properties_to_string,
 )
-from rocketq.protocol.record import body_crc
+from rocketq.protocol.record import FIXED_SIZE, MAGIC_CODE_V1, MAGIC_CODE_V2, body_crc
 from rocketq.protocol.record import decode_record as _decode_record
 
 from . import faultfs, mapped_file
@@ -55,6 +56,21 @@ from .types import (
 log = logging.getLogger(__name__)
 
 _MAX_TOPIC_BYTES = 127
+_CHECK = struct.Struct(">iiiiiq")  # size, magic, crc, queue id, flag, queue offset
+
+
+def _record_header_ok(buf: memoryview, size: int, queue_id: int, queue_offset: int) -> bool:
+    """Cheap per-record check before serving: the header must agree with the CQ unit (a bit flip in either
+    must not hand out a wrong or garbled record; the body CRC does not cover the header)."""
+    if size < FIXED_SIZE or len(buf) < size:
+        return False
+    rsize, magic, _, qid, _, qoff = _CHECK.unpack_from(buf, 0)
+    return (
+        rsize == size
+        and (magic in (MAGIC_CODE_V1, MAGIC_CODE_V2))
+        and qid == queue_id
+        and qoff == queue_offset
+    )
 
 
 class MessageStore:
@@ -79,6 +95,9 @@ class MessageStore:
         self._sync = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
         self._topic_bytes: dict[str, bytes] = {}
         self.recovered_abnormally = False
+        self._rebuild_all = False
+        self._recover_expect: dict[tuple[str, int], int] = {}
+        self.clean = None
         # stats
         self.put_count = 0
         self.put_bytes = 0
@@ -105,17 +124,22 @@ class MessageStore:
             )
         if self.index_service is not None:
             self.index_service.load(last_exit_ok=not abnormal)
+        cl_files = self.commit_log.mfq.files
+        cl_end_bound = cl_files[-1].file_end_offset if cl_files else 0
         for cq in self.consume_queue_table.values():
-            cq.recover()
+            cq.recover(cl_end_bound, cfg.max_message_size + 1024)
+            self._drop_unmatched_tail(cq)
         end = recover_commit_log(
             self.commit_log,
             self.checkpoint,
-            abnormal,
+            abnormal or self._rebuild_all,
             cfg.check_crc_on_recover,
             self._delay_table,
             self.index_service is not None,
             self._redispatch,
+            full_scan=self._rebuild_all,
         )
+        self._recover_expect.clear()
         cl_min = self.commit_log.min_offset
         for key, cq in self.consume_queue_table.items():
             cq.truncate_dirty_logic_files(end)
@@ -157,8 +181,12 @@ class MessageStore:
             self.index_service.flush if self.index_service is not None else None,
             self._sample_stats,
         )
+        from . import cleanup
+
+        self.clean = cleanup.for_message_store(self)
         self.flush_service.start()
         self.cq_flush_service.start()
+        self.clean.start()
         if self.index_dispatcher is not None:
             self.index_dispatcher.start()
         self._running = True
@@ -181,9 +209,15 @@ class MessageStore:
             faultfs.ACTIVE.on_file_synced(path)
 
     def _load_consume_queues(self) -> None:
+        """Map every queue found on disk. A queue whose files are unusable (wrong size, a file missing) or
+        whose head is missing while the CommitLog still starts at 0 is deleted and rebuilt from the CommitLog
+        (it is derived data): that forces a full recovery scan."""
         root = self.config.consume_queue_dir
         if not os.path.isdir(root):
             return
+        cl_starts_at_zero = (
+            bool(self.commit_log.mfq.files) and self.commit_log.mfq.files[0].file_from_offset == 0
+        )
         for topic in os.listdir(root):
             tdir = os.path.join(root, topic)
             if not os.path.isdir(tdir):
@@ -192,15 +226,101 @@ class MessageStore:
                 if not q.isdigit():
                     continue
                 cq = ConsumeQueue(topic, int(q), root, self.config.consume_queue_file_size)
-                if not cq.load():
-                    raise RuntimeError(f"consume queue {topic}/{q} has unexpected file sizes")
+                ok = cq.load()
+                first = cq.mfq.first()
+                if ok and cl_starts_at_zero and first is not None and first.file_from_offset > 0:
+                    ok = False
+                if not ok:
+                    log.error("consume queue %s/%s is damaged: rebuilding it from the CommitLog", topic, q)
+                    cq.mfq.shutdown()
+                    shutil.rmtree(cq.store_path, ignore_errors=True)
+                    self._rebuild_all = True
+                    continue
                 self.consume_queue_table[(topic, int(q))] = cq
 
-    def _redispatch(self, req: DispatchRequest) -> None:
-        if goes_to_consume_queue(req.sys_flag, req.topic):
-            self._cq(req.topic, req.queue_id).put(
-                req.commit_log_offset, req.msg_size, req.tags_code, req.consume_queue_offset
+    def _redispatch(self, req: DispatchRequest) -> bool:
+        """Recovery: check a (CRC-valid) scanned record against its ConsumeQueue and add the unit if missing.
+        False = the record's header is damaged: the CommitLog ends before it (spec: cut at the first invalid
+        record, which keeps queue offsets gapless).
+
+        The body CRC does not cover the header, so queue offsets are cross-checked: within the scan a queue's
+        offsets must be consecutive (or restart at 0: topic re-created); a record may not claim the offset of
+        another real record, nor jump further than the records that could fit before it. Queue units that
+        do not describe a real record (torn CQ pages) are the CQ's fault: they are dropped and rebuilt from
+        here. Records older than the queue's first unit (a topic deleted and re-created) are left alone."""
+        if not goes_to_consume_queue(req.sys_flag, req.topic):
+            return True
+        qoff = req.consume_queue_offset
+        phys = req.commit_log_offset
+        key = (req.topic, req.queue_id)
+        if qoff < 0:
+            return False
+        cq = self.consume_queue_table.get(key)
+        if cq is not None and cq.get_max_offset_in_queue():
+            first = cq.get_unit(cq.get_min_offset_in_queue())
+            if first is not None and first[1] != BLANK_UNIT_SIZE and phys < first[0]:
+                return True  # older than the queue: a previous incarnation of the topic
+        expect = self._recover_expect.get(key)
+        if expect is not None and qoff != expect and qoff != 0:
+            log.error("recovery: record at %d has queue offset %d, expected %d", phys, qoff, expect)
+            return False
+        if cq is not None:
+            max_off = cq.get_max_offset_in_queue()
+            if qoff < max_off:
+                unit = cq.get_unit(qoff)
+                if unit is None or (unit[0] == phys and unit[1] == req.msg_size):
+                    self._recover_expect[key] = qoff + 1
+                    return True  # already indexed
+                if unit[1] != BLANK_UNIT_SIZE and self._unit_matches(unit, req.queue_id, qoff):
+                    if unit[0] > phys:
+                        return True  # a newer record reused the offset (topic re-created)
+                    log.error("recovery: record at %d claims queue offset %d of another record", phys, qoff)
+                    return False
+                log.warning("%s/%d: units from %d do not match the CommitLog; rebuilding", *key, qoff)
+                cq.truncate_to_offset(qoff)
+            elif qoff > max_off and (qoff - max_off) * 91 > phys - max(cq.max_phys_end, 0):
+                log.error(
+                    "recovery: record at %d jumps to queue offset %d (queue ends at %d)", phys, qoff, max_off
+                )
+                return False
+        self._recover_expect[key] = qoff + 1
+        self._cq(req.topic, req.queue_id).put(phys, req.msg_size, req.tags_code, qoff)
+        return True
+
+    def _drop_unmatched_tail(self, cq: ConsumeQueue) -> None:
+        """A torn CQ page can end in units that look sane but describe no record: walk back from the end to
+        the newest unit that matches a record header (CommitLog as mapped, before its own recovery)."""
+        lo = cq.get_min_offset_in_queue()
+        off = cq.get_max_offset_in_queue()
+        while off > lo:
+            unit = cq.get_unit(off - 1)
+            if unit is None or unit[1] == BLANK_UNIT_SIZE or self._unit_matches(unit, cq.queue_id, off - 1):
+                break
+            off -= 1
+        if off < cq.get_max_offset_in_queue():
+            log.warning(
+                "%s/%d: dropping %d torn units at the end",
+                cq.topic,
+                cq.queue_id,
+                cq.get_max_offset_in_queue() - off,
             )
+            cq.truncate_to_offset(off)
+
+    def _unit_matches(self, unit: tuple[int, int, int], queue_id: int, queue_offset: int) -> bool:
+        """Does the CQ unit describe a real record (size, magic, queue id and offset agree)?"""
+        buf = self._get_data(unit[0], unit[1])
+        if buf is None:
+            return False
+        try:
+            return _record_header_ok(buf, unit[1], queue_id, queue_offset)
+        finally:
+            buf.release()
+
+    def _get_data(self, phys: int, size: int) -> memoryview | None:
+        try:
+            return self.commit_log.get_data(phys, size)
+        except ValueError:  # the segment was unmapped concurrently (retention)
+            return None
 
     def shutdown(self) -> None:
         """Stop threads, flush everything, write the checkpoint, remove the abort file."""
@@ -209,6 +329,8 @@ class MessageStore:
         self._shutdown = True
         self._running = False
         self._writable = False
+        if self.clean is not None:
+            self.clean.shutdown()
         if self.index_dispatcher is not None:
             self.index_dispatcher.shutdown(drain=True)
         if self.flush_service is not None:
@@ -265,6 +387,9 @@ class MessageStore:
     def _check(self, topic: str) -> PutMessageStatus | bytes:
         if not self._running:
             return PutMessageStatus.SERVICE_NOT_AVAILABLE
+        if self.clean is not None and self.clean.disk_full:
+            log.warning("put refused: the CommitLog disk is full")
+            return PutMessageStatus.SERVICE_NOT_AVAILABLE
         if self.config.broker_role is BrokerRole.SLAVE:
             return PutMessageStatus.SERVICE_NOT_AVAILABLE
         tb = self._topic_bytes.get(topic)
@@ -288,7 +413,7 @@ class MessageStore:
 
     def put_message(self, msg: MessageToStore) -> PutMessageResult:
         tb = self._topic_bytes.get(msg.topic) if self._writable else None
-        if tb is None:
+        if tb is None or self.clean.disk_full:
             tb = self._check(msg.topic)
             if tb.__class__ is not bytes:
                 return self._fail(tb)  # type: ignore[arg-type]
@@ -404,6 +529,7 @@ class MessageStore:
         n_units = min(len(units) // CQ_STORE_UNIT_SIZE, scan_limit)
         cl = self.commit_log
         cl_min = cl.min_offset
+        get_data = self._get_data
         total = 0
         count = 0
         i = 0
@@ -422,9 +548,13 @@ class MessageStore:
                 continue
             if message_filter is not None and not message_filter.is_matched_by_consume_queue(tags_code):
                 continue
-            buf = cl.get_data(phys, size)
+            buf = get_data(phys, size)
             if buf is None:
                 removing = True
+                continue
+            if not _record_header_ok(buf, size, queue_id, offset + i - 1):
+                log.error("%s/%d: record at %d does not match its queue unit; skipped", topic, queue_id, phys)
+                buf.release()
                 continue
             if message_filter is not None and not message_filter.is_matched_by_commit_log(buf):
                 buf.release()
@@ -494,7 +624,10 @@ class MessageStore:
         result.index_last_update_timestamp = last_ts
         result.index_last_update_phyoffset = last_phy
         for phys in offsets:
-            buf = self.commit_log.get_record(phys)
+            try:
+                buf = self.commit_log.get_record(phys)
+            except ValueError:
+                buf = None
             if buf is None:
                 continue
             try:

@@ -24,9 +24,10 @@ def _scan(
     start_index: int,
     check_crc: bool,
     delay_table: list[int],
-    on_record: Callable[[DispatchRequest], None] | None,
+    on_record: Callable[[DispatchRequest], bool] | None,
 ) -> int:
-    """Walk records from segment start_index; returns the CommitLog offset where valid data ends."""
+    """Walk records from segment start_index; returns the CommitLog offset where valid data ends.
+    on_record may reject a record (False): the log then ends before it."""
     files = cl.mfq.files
     if not files:
         return 0
@@ -39,8 +40,9 @@ def _scan(
         while True:
             r = read_dispatch_request(view, pos, base + pos, check_crc, delay_table, size_limit)
             if isinstance(r, DispatchRequest):
-                if on_record is not None:
-                    on_record(r)
+                if on_record is not None and not on_record(r):
+                    log.error("commitlog: record at %d disagrees with its consume queue", base + pos)
+                    return end
                 pos += r.msg_size
                 mf.store_timestamp = r.store_timestamp
                 end = base + pos
@@ -67,9 +69,11 @@ def recover_commit_log(
     check_crc: bool,
     delay_table: list[int],
     index_enabled: bool,
-    on_record: Callable[[DispatchRequest], None],
+    on_record: Callable[[DispatchRequest], bool],
+    full_scan: bool = False,
 ) -> int:
-    """Find (and cut at) the end of valid data; on abnormal recovery re-dispatch from a safe point.
+    """Find (and cut at) the end of valid data, re-dispatching records the ConsumeQueues lack; on abnormal
+    recovery start from a safe point given by the checkpoint and always verify CRCs.
     Returns the new CommitLog end offset."""
     files = cl.mfq.files
     if not files:
@@ -77,11 +81,11 @@ def recover_commit_log(
         return 0
     if not abnormal:
         start = max(0, len(files) - 3)
-        end = _scan(cl, start, check_crc, delay_table, None)
+        end = _scan(cl, start, check_crc, delay_table, on_record)
     else:
         min_ts = checkpoint.min_timestamp(index_enabled)
         start = 0
-        for i in range(len(files) - 1, -1, -1):
+        for i in range(-1 if full_scan else len(files) - 1, -1, -1):
             ts = _first_record_timestamp(cl, i, delay_table)
             if ts is not None and ts <= min_ts:
                 start = i
