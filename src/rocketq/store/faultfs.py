@@ -289,5 +289,36 @@ def simulate_enospc(path: str) -> OSError:
     return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
 
 
+# ---------------------------------------------------------------- crash points
+CRASH_ENV = "ROCKETQ_CRASH_AT"  # "<point>" or "<point>:<n>": die at the n-th time the point is reached
+CRASH_EXIT_CODE = 137
+CRASH_AT: str | None = None
+_crash_after = 1
+_crash_hits = 0
+
+
+def set_crash_point(spec: str | None) -> None:
+    global CRASH_AT, _crash_after, _crash_hits
+    _crash_hits = 0
+    if not spec:
+        CRASH_AT, _crash_after = None, 1
+        return
+    name, _, n = spec.partition(":")
+    CRASH_AT, _crash_after = name, int(n) if n else 1
+
+
+def crash_point(name: str) -> None:
+    """Die like a power-less process (no cleanup, no flush) when `name` is the armed crash point. Store code:
+    `if faultfs.CRASH_AT is not None: faultfs.crash_point("commitlog.after_append")`."""
+    global _crash_hits
+    if name != CRASH_AT:
+        return
+    _crash_hits += 1
+    if _crash_hits >= _crash_after:
+        os._exit(CRASH_EXIT_CODE)
+
+
 if os.environ.get(ENV_VAR):
     enable(os.environ[ENV_VAR], journal=True)
+if os.environ.get(CRASH_ENV):
+    set_crash_point(os.environ[CRASH_ENV])
