@@ -20,6 +20,7 @@ from tests.helpers.procs import RocketqProcess, free_port, start_rocketq
 
 from rocketq import (
     ConsumeFromWhere,
+    ConsumeOrderlyResult,
     ConsumeResult,
     LitePullConsumer,
     Message,
@@ -633,3 +634,38 @@ def test_send_back_fallback_resends_to_retry_topic(cluster: Cluster) -> None:
     finally:
         c.shutdown()
     assert seen[1] == (1, topic, b"fallback")
+
+
+def test_orderly_failure_is_retried_in_place_keeping_order(cluster: Cluster) -> None:
+    topic = cluster.topic(queues=2)
+    seen: list[tuple[int, int]] = []
+    failed = threading.Event()
+
+    def listener(msgs: list) -> ConsumeOrderlyResult:
+        m = msgs[0]
+        step = int(m.body)
+        if step == 3 and not failed.is_set():
+            failed.set()
+            return ConsumeOrderlyResult.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        seen.append((step, m.reconsume_times))
+        return ConsumeOrderlyResult.SUCCESS
+
+    c = PushConsumer(
+        group(),
+        namesrv=cluster.namesrv,
+        consume_from_where=FIRST,
+        client_config=FAST,
+        suspend_current_queue_time_millis=200,
+    )
+    c.subscribe(topic, "*")
+    c.register_listener(listener, orderly=True)
+    c.start()
+    try:
+        with Producer("PG_orderly_fail", namesrv=cluster.namesrv) as p:
+            for step in range(8):
+                p.send(Message(topic, b"%d" % step), queue=MessageQueue(topic, "broker-a", 1))
+        wait_until(lambda: len(seen) >= 8, 20, "8 ordered deliveries")
+    finally:
+        c.shutdown()
+    assert [s for s, _ in seen] == list(range(8))
+    assert dict(seen)[3] == 1  # suspended once, then redelivered in place

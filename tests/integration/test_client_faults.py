@@ -184,12 +184,19 @@ def test_producer_fails_over_to_another_broker(tmp_path: Path) -> None:
 
 
 def _start_broker(namesrv: str, home: Path, conf: Path) -> RocketqProcess:
-    port = free_port()
-    with conf.open("a") as f:
-        f.write(f"listenPort={port}\n")
-    return start_rocketq(
-        ["broker", "-n", namesrv, "-c", str(conf), "--home", str(home)],
-        boot_line=BROKER_BOOT_MARK,
-        port=port,
-        timeout=60.0,
-    )
+    base = conf.read_text()
+    last: Exception | None = None
+    for _ in range(3):  # a freshly chosen port (or its HA neighbour) may be taken meanwhile
+        port = free_port()
+        conf.write_text(base + f"listenPort={port}\n")
+        try:
+            return start_rocketq(
+                ["broker", "-n", namesrv, "-c", str(conf), "--home", str(home)],
+                boot_line=BROKER_BOOT_MARK,
+                port=port,
+                timeout=60.0,
+            )
+        except (RuntimeError, TimeoutError) as exc:
+            last = exc
+    assert last is not None
+    raise last

@@ -137,7 +137,8 @@ class PushConsumer:
         self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
         self._orderly_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
         self._orderly_wakeups: dict[MessageQueue, asyncio.Event] = {}
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()  # consumption in progress
+        self._bg_tasks: set[asyncio.Task[Any]] = set()  # loops and delayed retries
         self._listener: Listener | None = None
         self._listener_is_async = False
         self.orderly = False
@@ -153,7 +154,7 @@ class PushConsumer:
     def subscribe(self, topic: str, expression: str | None = "*") -> None:
         self._subs[topic] = SubscriptionData.build(topic, expression)
         if self._running and self._instance is not None:
-            self._spawn(self._after_subscription_change())
+            self._spawn(self._after_subscription_change(), background=True)
 
     def unsubscribe(self, topic: str) -> None:
         self._subs.pop(topic, None)
@@ -207,7 +208,7 @@ class PushConsumer:
                 log.warning("route of %s: %s", topic, exc)
         await inst.send_heartbeat_all()
         if self.orderly:
-            self._spawn(self._lock_loop())
+            self._spawn(self._lock_loop(), background=True)
         inst.rebalance_immediately()
 
     async def _after_subscription_change(self) -> None:
@@ -225,7 +226,7 @@ class PushConsumer:
             return
         self._running = False
         inst = self._instance
-        tasks = list(self._pull_tasks.values()) + list(self._orderly_tasks.values())
+        tasks = list(self._pull_tasks.values()) + list(self._orderly_tasks.values()) + list(self._bg_tasks)
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -264,10 +265,11 @@ class PushConsumer:
     def resume(self) -> None:
         self._paused = False
 
-    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+    def _spawn(self, coro: Any, background: bool = False) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        tasks = self._bg_tasks if background else self._tasks
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
         return task
 
     @property
@@ -626,7 +628,7 @@ class PushConsumer:
         self._reset_retry_topic(msgs)
         assert self._sem is not None
         async with self._sem:
-            if pq.dropped:
+            if pq.dropped or not self._running:  # shutting down: leave it unconsumed (not committed)
                 return
             try:
                 result = await self._call_listener(msgs)
@@ -646,7 +648,7 @@ class PushConsumer:
                     retry_local.append(m)
             if retry_local:
                 done = [m for m in msgs if m not in retry_local]
-                self._spawn(self._consume_later(retry_local, pq, mq))
+                self._spawn(self._consume_later(retry_local, pq, mq), background=True)
                 msgs = done
         elif not ok:
             log.warning("broadcasting consume failed, dropping %d message(s) of %s", len(msgs), mq)
