@@ -277,7 +277,7 @@ def test_truncated_or_corrupted_frames_raise_protocol_error_only(
         pass
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=300))
 def test_random_streams_raise_protocol_error_only(data: bytes) -> None:
     dec = FrameDecoder()

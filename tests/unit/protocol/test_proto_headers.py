@@ -324,7 +324,7 @@ _junk_value = st.one_of(
 )
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     st.sampled_from(ALL_HEADERS),
     st.dictionaries(st.text(max_size=25), _junk_value, max_size=12),

@@ -155,7 +155,7 @@ def test_unquoted_int_keys_round_trip(table: dict[int, str]) -> None:
     assert loads(text) == table
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=200))
 def test_random_bytes_raise_protocol_error_only(data: bytes) -> None:
     try:
@@ -167,7 +167,7 @@ def test_random_bytes_raise_protocol_error_only(data: bytes) -> None:
 _alphabet = st.sampled_from(list("{}[]:,\"'0123456789-.eE truefalsnl\\ab\n"))
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(st.lists(_alphabet, max_size=80).map("".join))
 def test_json_like_junk_raises_protocol_error_only(text: str) -> None:
     try:
