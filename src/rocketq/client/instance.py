@@ -100,6 +100,7 @@ class MQClientInstance:
         self._heartbeat_lock = asyncio.Lock()
         self._rebalance_wakeup = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self._aux: set[asyncio.Task[Any]] = set()
         self._started = False
         self._inner_producer: Any = None
         self.key: tuple[Any, ...] = ()
@@ -122,9 +123,9 @@ class MQClientInstance:
         if not self._started:
             return
         self._started = False
-        for t in self._tasks:
+        for t in [*self._tasks, *self._aux]:
             t.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*self._tasks, *self._aux, return_exceptions=True)
         self._tasks = []
         if self._inner_producer is not None:
             with contextlib.suppress(Exception):
@@ -136,6 +137,11 @@ class MQClientInstance:
     @property
     def idle(self) -> bool:
         return not self.producers and not self.consumers
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._aux.add(task)
+        task.add_done_callback(self._aux.discard)
 
     async def _every(self, interval: float, fn: Any) -> None:
         while True:
@@ -220,8 +226,14 @@ class MQClientInstance:
                 return False
             old = self.routes.get(topic)
             changed = old is None or old.signature() != route.signature()
+            new_broker = False
             for bd in route.broker_datas:
+                if self.broker_addrs.get(bd.broker_name) != bd.broker_addrs:
+                    new_broker = True
                 self.broker_addrs[bd.broker_name] = dict(bd.broker_addrs)
+            if new_broker and self._started and not self.idle:
+                # a broker we have not talked to yet must learn our groups before it serves us
+                self._spawn(self.send_heartbeat_all())
             if changed or use_default:
                 self.routes[topic] = route
             for p in list(self.producers.values()):
