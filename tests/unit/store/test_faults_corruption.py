@@ -21,10 +21,6 @@ from rocketq.store import GetMessageStatus, PutMessageStatus
 N = 200
 
 
-def pending(n):
-    return pytest.mark.xfail(reason=f"store core: notes-store-faults.md §5.{n}", strict=False)
-
-
 def fill(root, n=N, crash=False):
     """n messages over 2 queues; returns [(queue_id, queue_offset, phy_offset, size, token)]."""
     store = faultkit.open_store(root)
@@ -69,7 +65,7 @@ def served(root):
 
 
 @pytest.mark.parametrize("crash", [False, True], ids=["clean-shutdown", "after-crash"])
-@pytest.mark.parametrize("where", ["body", pytest.param("header", marks=pending(3)), "properties"])
+@pytest.mark.parametrize("where", ["body", "header", "properties"])
 def test_commitlog_bit_flip_never_served(tmp_path, crash, where):
     root = str(tmp_path / "s")
     recs = fill(root, crash=crash)
@@ -87,7 +83,6 @@ def test_commitlog_bit_flip_never_served(tmp_path, crash, where):
             assert got.get((q, off)) == tok, f"record before the corruption lost: {q}/{off}"
 
 
-@pending(5)
 def test_commitlog_garbage_tail_and_truncated_segment(tmp_path):
     root = str(tmp_path / "s")
     recs = fill(root, crash=True)
@@ -111,7 +106,6 @@ def _cq_path(root, q):
     return os.path.join(d, sorted(os.listdir(d))[0])
 
 
-@pending(4)
 @pytest.mark.parametrize("crash", [False, True], ids=["clean-shutdown", "after-crash"])
 def test_consume_queue_bit_flip_never_serves_a_wrong_record(tmp_path, crash):
     root = str(tmp_path / "s")
@@ -139,7 +133,6 @@ def test_consume_queue_bit_flip_never_serves_a_wrong_record(tmp_path, crash):
         store.shutdown()
 
 
-@pending(5)
 def test_consume_queue_truncated_or_deleted_is_rebuilt(tmp_path):
     root = str(tmp_path / "s")
     recs = fill(root, crash=True)

@@ -20,8 +20,6 @@ import faultkit
 pytest.importorskip("rocketq.store.message_store")
 
 ROUNDS = 20
-# remove once the core restarts after a kill during segment creation (notes-store-faults.md §5.1)
-CORE_PENDING = pytest.mark.xfail(reason="store core: notes-store-faults.md §5.1", strict=False)
 
 
 def run_child(root, mode, seed, rng, min_run=0.05, max_run=0.5, env=None):
@@ -48,7 +46,6 @@ def run_child(root, mode, seed, rng, min_run=0.05, max_run=0.5, env=None):
     return faultkit.parse_acks(out)
 
 
-@CORE_PENDING
 @pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_sigkill_under_load_loses_no_acked_append(tmp_path):

@@ -23,11 +23,8 @@ from rocketq.store import faultfs
 pytest.importorskip("rocketq.store.message_store")
 
 ROUNDS = 8
-# remove once ConsumeQueue recovery rejects garbage units (notes-store-faults.md §5.2)
-CORE_PENDING = pytest.mark.xfail(reason="store core: notes-store-faults.md §5.1/§5.2", strict=False)
 
 
-@CORE_PENDING
 @pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_power_cut_keeps_every_synced_ack(tmp_path):
@@ -49,7 +46,6 @@ def test_power_cut_keeps_every_synced_ack(tmp_path):
     assert total > ROUNDS * 5, f"too few synced appends to mean anything: {total}"
 
 
-@CORE_PENDING
 def test_unsynced_async_data_may_vanish_but_store_stays_consistent(tmp_path):
     """ASYNC_FLUSH promises nothing on power loss; the recovered store must still be consistent (no corrupt,
     no gaps)."""
