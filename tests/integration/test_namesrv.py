@@ -421,3 +421,29 @@ def test_port_in_use_fails_cleanly(namesrv: RocketqProcess, tmp_path: Path) -> N
     )
     assert out.returncode == 1
     assert "boot success" not in out.stdout
+
+
+def test_namesrv_config_get_and_guarded_update(namesrv: RocketqProcess) -> None:
+    ns = namesrv.addr
+
+    async def body() -> None:
+        async with RemotingClient() as c:
+            resp = await c.invoke(ns, RemotingCommand.request(C.GET_NAMESRV_CONFIG))
+            text = resp.body.decode()
+            assert f"listenPort={namesrv.port}\n" in text and "orderMessageEnable=true" in text
+            bad = RemotingCommand.request(C.UPDATE_NAMESRV_CONFIG, body=b"kvConfigPath=/etc/passwd\n")
+            resp = await c.invoke(ns, bad)
+            assert resp.code == ResponseCode.NO_PERMISSION and "kvConfigPath" in (resp.remark or "")
+            put = {"namespace": "ORDER_TOPIC_CONFIG", "key": "OT", "value": "b:4"}
+            assert (await c.invoke(ns, RemotingCommand.request(C.PUT_KV_CONFIG, put))).code == 0
+            await c.invoke(ns, register_request("b", "127.0.0.1:1234", {"OT": 4}))
+            r = await route(c, ns, "OT")
+            assert r is not None and r.order_topic_conf == "b:4"
+            off = RemotingCommand.request(C.UPDATE_NAMESRV_CONFIG, body=b"orderMessageEnable=false\n")
+            assert (await c.invoke(ns, off)).code == 0
+            r = await route(c, ns, "OT")
+            assert r is not None and r.order_topic_conf is None
+            resp = await c.invoke(ns, RemotingCommand.request(C.GET_NAMESRV_CONFIG))
+            assert "orderMessageEnable=false" in resp.body.decode()
+
+    arun(body)

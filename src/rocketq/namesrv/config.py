@@ -20,6 +20,9 @@ class NamesrvConfig:
     broker_channel_expired_s: float = 120.0
     scan_not_active_broker_interval_s: float = 10.0
     server_channel_max_idle_s: float = 120.0
+    # RocketMQ defaults this to false; we answer orderTopicConf whenever the ORDER_TOPIC_CONFIG KV
+    # namespace has the topic (an operator who puts it there wants it used).
+    order_message_enable: bool = True
 
     @property
     def kv_path(self) -> str:
@@ -55,6 +58,25 @@ class NamesrvConfig:
             self.broker_channel_expired_s = _positive(int(props["brokerChannelExpiredTime"]) / 1000, "x")
         if "serverChannelMaxIdleTimeSeconds" in props:
             self.server_channel_max_idle_s = float(props["serverChannelMaxIdleTimeSeconds"])
+        if "orderMessageEnable" in props:
+            self.order_message_enable = props["orderMessageEnable"].strip().lower() == "true"
+
+    def to_properties(self) -> str:
+        items = {
+            "listenPort": str(self.listen_port),
+            "bindAddress": self.bind_address,
+            "rocketmqHome": self.home,
+            "kvConfigPath": self.kv_path,
+            "orderMessageEnable": "true" if self.order_message_enable else "false",
+            "brokerChannelExpiredTime": str(int(self.broker_channel_expired_s * 1000)),
+            "scanNotActiveBrokerInterval": str(int(self.scan_not_active_broker_interval_s * 1000)),
+            "serverChannelMaxIdleTimeSeconds": f"{self.server_channel_max_idle_s:g}",
+        }
+        return "".join(f"{k}={v}\n" for k, v in items.items())
+
+
+# Keys UPDATE_NAMESRV_CONFIG may change at runtime (not paths, not the listen address).
+UPDATABLE_KEYS = frozenset({"orderMessageEnable", "brokerChannelExpiredTime"})
 
 
 def _positive(value: float, name: str) -> float:
@@ -65,16 +87,20 @@ def _positive(value: float, name: str) -> float:
 
 def read_properties(path: str) -> dict[str, str]:
     """A minimal java.util.Properties reader: key=value or key: value, # and ! comments."""
-    props: dict[str, str] = {}
     with open(path, encoding="utf-8") as f:
-        for raw in f:
-            line = raw.strip()
-            if not line or line[0] in "#!":
-                continue
-            for i, c in enumerate(line):
-                if c in "=:":
-                    props[line[:i].strip()] = line[i + 1 :].strip()
-                    break
-            else:
-                props[line] = ""
+        return parse_properties(f.read())
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    props: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        for i, c in enumerate(line):
+            if c in "=:":
+                props[line[:i].strip()] = line[i + 1 :].strip()
+                break
+        else:
+            props[line] = ""
     return props

@@ -27,7 +27,7 @@ class NamesrvController:
             self.config.listen_port,
             idle_timeout_s=self.config.server_channel_max_idle_s,
         )
-        self.processor = NamesrvProcessor(self.routes, self.kv)
+        self.processor = NamesrvProcessor(self.routes, self.kv, self.config)
         self.processor.register(self.server)
         self._scan_task: asyncio.Task[None] | None = None
 

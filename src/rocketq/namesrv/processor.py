@@ -40,6 +40,7 @@ from rocketq.protocol.route import (
 )
 from rocketq.remoting import Channel, RemotingServer
 
+from .config import UPDATABLE_KEYS, NamesrvConfig, parse_properties
 from .kvconfig import KVConfigManager
 from .route_info import RouteInfoManager
 
@@ -80,9 +81,12 @@ def _ok(req: RemotingCommand, ext: dict[str, str] | None = None, body: bytes = b
 class NamesrvProcessor:
     """Registers every NameServer request code on a RemotingServer."""
 
-    def __init__(self, routes: RouteInfoManager, kv: KVConfigManager) -> None:
+    def __init__(
+        self, routes: RouteInfoManager, kv: KVConfigManager, config: NamesrvConfig | None = None
+    ) -> None:
         self.routes = routes
         self.kv = kv
+        self.config = config or NamesrvConfig()
 
     def register(self, server: RemotingServer) -> None:
         C = RequestCode
@@ -101,6 +105,15 @@ class NamesrvProcessor:
             C.GET_KV_CONFIG: self.get_kv_config,
             C.DELETE_KV_CONFIG: self.delete_kv_config,
             C.GET_KVLIST_BY_NAMESPACE: self.get_kv_list_by_namespace,
+            C.GET_UNIT_TOPIC_LIST: lambda ch, req: _ok(req, body=self.routes.get_unit_topics().encode()),
+            C.GET_HAS_UNIT_SUB_TOPIC_LIST: lambda ch, req: _ok(
+                req, body=self.routes.get_has_unit_sub_topic_list().encode()
+            ),
+            C.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST: lambda ch, req: _ok(
+                req, body=self.routes.get_has_unit_sub_un_unit_topic_list().encode()
+            ),
+            C.GET_NAMESRV_CONFIG: self.get_namesrv_config,
+            C.UPDATE_NAMESRV_CONFIG: self.update_namesrv_config,
         }
         for code, handler in table.items():
             server.register_processor(code, handler)
@@ -172,7 +185,8 @@ class NamesrvProcessor:
             return req.response(
                 ResponseCode.TOPIC_NOT_EXIST, f"No topic route info in name server for the topic: {topic}"
             )
-        route.order_topic_conf = self.kv.get(ORDER_TOPIC_CONFIG, topic)
+        if self.config.order_message_enable:
+            route.order_topic_conf = self.kv.get(ORDER_TOPIC_CONFIG, topic)
         # Standard JSON for every client version (Java ≥ 4.9.4, ali-ons and Go parse it).
         return _ok(req, body=route.encode())
 
@@ -200,6 +214,25 @@ class NamesrvProcessor:
         h = AddWritePermOfBrokerRequestHeader.from_ext(req.ext_fields)
         count = self.routes.add_write_perm_of_broker(h.broker_name)
         return _ok(req, AddWritePermOfBrokerResponseHeader(add_topic_count=count).to_ext())
+
+    # -- NameServer config (mqadmin getNamesrvConfig / updateNamesrvConfig) ---------------------
+    def get_namesrv_config(self, ch: Channel, req: RemotingCommand) -> RemotingCommand:
+        return _ok(req, body=self.config.to_properties().encode())
+
+    def update_namesrv_config(self, ch: Channel, req: RemotingCommand) -> RemotingCommand:
+        try:
+            props = parse_properties(req.body_bytes.decode("utf-8"))
+        except UnicodeDecodeError:
+            return req.response(ResponseCode.SYSTEM_ERROR, "config body is not UTF-8")
+        # Only runtime-safe keys from the network; paths and the listen address stay as started.
+        unknown = sorted(set(props) - UPDATABLE_KEYS)
+        if unknown:
+            return req.response(
+                ResponseCode.NO_PERMISSION, f"can not update config keys: {', '.join(unknown)[:200]}"
+            )
+        self.config.apply_properties(props)
+        self.routes.broker_channel_expired_s = self.config.broker_channel_expired_s
+        return _ok(req)
 
     # -- KV config ---------------------------------------------------------------------------
     async def put_kv_config(self, ch: Channel, req: RemotingCommand) -> RemotingCommand:

@@ -25,6 +25,8 @@ from rocketq.protocol.route import (
 )
 
 BROKER_CHANNEL_EXPIRED_S = 120.0
+TOPIC_SYS_FLAG_UNIT = 0x1
+TOPIC_SYS_FLAG_UNIT_SUB = 0x2
 
 
 @dataclass(slots=True)
@@ -226,6 +228,24 @@ class RouteInfoManager:
     def get_topics_by_cluster(self, cluster_name: str) -> TopicList:
         names = self.cluster_addr_table.get(cluster_name, set())
         return TopicList({t for t, queues in self.topic_queue_table.items() if not names.isdisjoint(queues)})
+
+    def get_unit_topics(self) -> TopicList:
+        return self._topics_with(lambda f: bool(f & TOPIC_SYS_FLAG_UNIT))
+
+    def get_has_unit_sub_topic_list(self) -> TopicList:
+        return self._topics_with(lambda f: bool(f & TOPIC_SYS_FLAG_UNIT_SUB))
+
+    def get_has_unit_sub_un_unit_topic_list(self) -> TopicList:
+        return self._topics_with(lambda f: not f & TOPIC_SYS_FLAG_UNIT and bool(f & TOPIC_SYS_FLAG_UNIT_SUB))
+
+    def _topics_with(self, pred: Callable[[int], bool]) -> TopicList:
+        # Like RocketMQ, the first broker's queue data decides for the topic.
+        out = set()
+        for topic, queues in self.topic_queue_table.items():
+            first = next(iter(queues.values()), None)
+            if first is not None and pred(first.topic_sys_flag):
+                out.add(topic)
+        return TopicList(out)
 
     # -- admin -------------------------------------------------------------------------------
     def delete_topic(self, topic: str, cluster_name: str | None = None) -> None:

@@ -125,3 +125,17 @@ def test_kv_persist_reload_and_limits(tmp_path: Path) -> None:
     broken = KVConfigManager(path)
     broken.load()
     assert broken.table == {}
+
+
+def test_unit_topic_lists_follow_topic_sys_flag() -> None:
+    rim = RouteInfoManager(clock=Clock())
+    table = {
+        "U": TopicConfig("U", 1, 1, topic_sys_flag=1),
+        "S": TopicConfig("S", 1, 1, topic_sys_flag=2),
+        "US": TopicConfig("US", 1, 1, topic_sys_flag=3),
+        "N": TopicConfig("N", 1, 1),
+    }
+    rim.register_broker("C", "h:1", "a", 0, "", TopicConfigSerializeWrapper(table, DataVersion(1, 1)))
+    assert rim.get_unit_topics().topic_list == {"U", "US"}
+    assert rim.get_has_unit_sub_topic_list().topic_list == {"S", "US"}
+    assert rim.get_has_unit_sub_un_unit_topic_list().topic_list == {"S"}
