@@ -447,3 +447,12 @@ def test_namesrv_config_get_and_guarded_update(namesrv: RocketqProcess) -> None:
             assert "orderMessageEnable=false" in resp.body.decode()
 
     arun(body)
+
+
+def test_rocketq_procs_fixture_starts_and_stops(rocketq_procs, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from tests.helpers.procs import NAMESRV_BOOT_LINE
+
+    proc = rocketq_procs(["namesrv", "-p", "{port}", "--home", str(tmp_path)], boot_line=NAMESRV_BOOT_LINE)
+    with socket.create_connection(("127.0.0.1", proc.port), timeout=5):
+        pass
+    assert proc.alive() and NAMESRV_BOOT_LINE in proc.output
