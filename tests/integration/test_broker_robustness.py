@@ -207,11 +207,8 @@ def test_registers_with_namesrv_and_unregisters(tmp_path):
                 assert (await create_topic(c, cluster.addr, "ROUTED", 3)).code == 0
 
         run(create())
-        for _ in range(50):  # registration on topic change is asynchronous
-            r = run(route("ROUTED"))
-            if r.code == ResponseCode.SUCCESS:
-                break
-            run(asyncio.sleep(0.1))
+        # UPDATE_AND_CREATE_TOPIC answers after the name server has the route (as RocketMQ does)
+        r = run(route("ROUTED"))
         assert r.code == ResponseCode.SUCCESS, r.remark
         data = orjson.loads(r.body_bytes)
         assert data["brokerDatas"][0]["brokerAddrs"]["0"] == cluster.addr
@@ -285,3 +282,22 @@ def test_namesrv_down_does_not_stop_the_broker(tmp_path):
         run(go())
     finally:
         assert proc.stop() == 0
+
+
+def test_heartbeat_retry_topic_routed_before_answer(tmp_path):
+    cluster = start_cluster(tmp_path)
+    try:
+
+        async def go():
+            async with RemotingClient() as c:
+                from tests.integration.broker_support import heartbeat
+
+                assert (await heartbeat(c, cluster.addr, "h@1", "CGROUTE", {})).code == 0
+                req = rq(C.GET_ROUTEINFO_BY_TOPIC, {"topic": "%RETRY%CGROUTE"})
+                r = await c.invoke(cluster.namesrv.addr, req, 5.0)
+                assert r.code == ResponseCode.SUCCESS, r.remark
+                assert orjson.loads(r.body_bytes)["queueDatas"][0]["perm"] == 6
+
+        run(go())
+    finally:
+        cluster.stop()

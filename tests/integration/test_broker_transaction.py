@@ -57,14 +57,17 @@ def test_commit_and_rollback(cluster):
             s2 = await send_half(c, addr, "TX", b"roll-me", "U-2")
             assert s1.code == s2.code == ResponseCode.SUCCESS
             assert await bodies(c, addr, "TX", "G1") == []  # half messages are invisible
+            # wrong producer group / wrong offsets are refused
+            bad = {**end_ext(s1, "U-1", 8), "producerGroup": "OTHER"}
+            r = await c.invoke(addr, rq(C.END_TRANSACTION, bad))
+            assert r.code == ResponseCode.SYSTEM_ERROR
+            bad = {**end_ext(s1, "U-1", 8), "tranStateTableOffset": "99"}
+            r = await c.invoke(addr, rq(C.END_TRANSACTION, bad))
+            assert r.code == ResponseCode.SYSTEM_ERROR
             r = await c.invoke(addr, rq(C.END_TRANSACTION, end_ext(s1, "U-1", 8)))
             assert r.code == ResponseCode.SUCCESS, r.remark
             r = await c.invoke(addr, rq(C.END_TRANSACTION, end_ext(s2, "U-2", 12)))
             assert r.code == ResponseCode.SUCCESS
-            # wrong producer group is refused
-            bad = {**end_ext(s1, "U-1", 8), "producerGroup": "OTHER"}
-            r = await c.invoke(addr, rq(C.END_TRANSACTION, bad))
-            assert r.code == ResponseCode.SYSTEM_ERROR
             # committing twice stores once
             await c.invoke(addr, rq(C.END_TRANSACTION, end_ext(s1, "U-1", 8)))
             await asyncio.sleep(0.1)

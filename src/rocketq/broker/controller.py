@@ -87,7 +87,7 @@ class BrokerController:
 
         from .processors import admin, client, forward, offsets, pull, query, reply, send, sendback
         from .schedule import ScheduleMessageService
-        from .transaction import TransactionService
+        from .transactions import TransactionService
 
         self.loop = asyncio.get_running_loop()
         os.makedirs(self.cfg.config_dir, exist_ok=True)
@@ -130,6 +130,9 @@ class BrokerController:
             self.cfg.values["listenPort"] = self.server.port
         self.schedule.start()
         self.transactions.start()
+        from .processors.transaction import register as register_batch_transactions
+
+        self.batch_transactions = register_batch_transactions(self)  # Spark exactly-once sink commits
         await self.register_all()
         self._tasks += [
             self.loop.create_task(
@@ -169,6 +172,14 @@ class BrokerController:
             for tc in wrapper.topic_config_table.values():
                 tc.perm &= self.broker_perm
         await self.namesrv.register_all(wrapper, self.broker_addr)
+
+    async def register_now(self) -> None:
+        """Register and wait for the name servers' answers (so a route exists when a request that
+        created a topic is answered, as in RocketMQ)."""
+        try:
+            await asyncio.wait_for(self.register_all(), self.cfg["registerBrokerTimeoutMills"] / 1000.0 + 1.0)
+        except Exception as exc:
+            log.warning("register broker failed: %s", exc)
 
     def register_soon(self) -> None:
         """Coalesce bursts of topic changes into one registration round."""

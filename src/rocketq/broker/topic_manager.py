@@ -95,20 +95,21 @@ class TopicConfigManager:
         return TopicConfigSerializeWrapper(dict(self.table), self.data_version)
 
     # -- changes -----------------------------------------------------------------------------
-    def _changed(self) -> None:
+    def _changed(self, notify: bool = True) -> None:
         self.data_version = self.data_version.next_version(_now_ms())
         self.persist()
-        if self.on_change is not None:
+        if notify and self.on_change is not None:
             self.on_change()
 
-    def update(self, tc: TopicConfig) -> None:
+    def update(self, tc: TopicConfig, notify: bool = True) -> None:
+        """notify=False: the caller registers with the name servers itself (and waits for it)."""
         self.table[tc.topic_name] = tc
-        self._changed()
+        self._changed(notify)
 
-    def delete(self, topic: str) -> TopicConfig | None:
+    def delete(self, topic: str, notify: bool = True) -> TopicConfig | None:
         old = self.table.pop(topic, None)
         if old is not None:
-            self._changed()
+            self._changed(notify)
         return old
 
     def create_in_send(
@@ -128,11 +129,13 @@ class TopicConfigManager:
         self.update(tc)
         return tc
 
-    def create_in_send_back(self, topic: str, queue_nums: int, perm: int, sys_flag: int) -> TopicConfig:
+    def create_in_send_back(
+        self, topic: str, queue_nums: int, perm: int, sys_flag: int, notify: bool = True
+    ) -> TopicConfig:
         """Retry and DLQ topics: created on demand with fixed queue count and perm."""
         existing = self.table.get(topic)
         if existing is not None:
             return existing
         tc = TopicConfig(topic, queue_nums, queue_nums, perm, topic_sys_flag=sys_flag)
-        self.update(tc)
+        self.update(tc, notify)
         return tc

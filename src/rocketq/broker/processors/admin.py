@@ -74,7 +74,7 @@ class AdminProcessor:
         r(C.GET_BROKER_CONFIG, self.broker_config)
 
     # -- topics ------------------------------------------------------------------------------
-    def update_topic(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+    def update_topic(self, channel: Channel, request: RemotingCommand):
         h = CreateTopicRequestHeader.from_ext(request.ext_fields)
         reason = check_topic(h.topic)
         if reason is not None:
@@ -97,20 +97,24 @@ class AdminProcessor:
             h.topic_sys_flag or 0,
             h.order,
         )
-        self.ctl.topics.update(tc)
+        self.ctl.topics.update(tc, notify=False)
+        return self._registered(request)
+
+    async def _registered(self, request: RemotingCommand) -> RemotingCommand:
+        await self.ctl.register_now()
         return request.response(ResponseCode.SUCCESS)
 
-    def delete_topic(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+    def delete_topic(self, channel: Channel, request: RemotingCommand):
         h = DeleteTopicRequestHeader.from_ext(request.ext_fields)
         reason = check_topic(h.topic)
         if reason is not None:
             return request.response(ResponseCode.SYSTEM_ERROR, reason)
         ctl = self.ctl
-        ctl.topics.delete(h.topic)
+        ctl.topics.delete(h.topic, notify=False)
         ctl.offsets.remove_topic(h.topic)
         ctl.offsets.persist()
         ctl.store.delete_topics({h.topic})
-        return request.response(ResponseCode.SUCCESS)
+        return self._registered(request)
 
     def all_topic_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         return request.response(ResponseCode.SUCCESS, None, None, self.ctl.topics.wrapper().encode())

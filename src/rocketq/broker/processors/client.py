@@ -41,7 +41,7 @@ class ClientProcessor:
         r(RequestCode.GET_CONSUMER_LIST_BY_GROUP, self.consumer_list)
         r(RequestCode.CHECK_CLIENT_CONFIG, self.check_client_config)
 
-    def heartbeat(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+    def heartbeat(self, channel: Channel, request: RemotingCommand):
         try:
             data = parse_body(request.body_bytes)
         except (ProtocolError, ValueError) as exc:
@@ -51,6 +51,7 @@ class ClientProcessor:
         ctl = self.ctl
         client_id = str(data.get("clientID") or data.get("clientId") or channel.remote_addr)
         now = time.monotonic()
+        created = False
         for cd in data.get("consumerDataSet") or ():
             if not isinstance(cd, dict):
                 continue
@@ -64,7 +65,8 @@ class ClientProcessor:
                 if sgc.retry_queue_nums > 0:
                     retry = RETRY_GROUP_TOPIC_PREFIX + group
                     if retry not in ctl.topics.table:
-                        ctl.topics.create_in_send_back(retry, sgc.retry_queue_nums, PERM_RW, 0)
+                        ctl.topics.create_in_send_back(retry, sgc.retry_queue_nums, PERM_RW, 0, notify=False)
+                        created = True
             subs = []
             for sd in cd.get("subscriptionDataSet") or ():
                 if isinstance(sd, dict) and sd.get("topic"):
@@ -83,6 +85,12 @@ class ClientProcessor:
             if isinstance(pd, dict) and pd.get("groupName"):
                 info = ClientChannelInfo(channel, client_id, request.language, request.version, now)
                 ctl.clients.register_producer(str(pd["groupName"]), info)
+        if created:  # the retry topic's route must exist when the client asks for it
+            return self._registered(request)
+        return request.response(ResponseCode.SUCCESS)
+
+    async def _registered(self, request: RemotingCommand) -> RemotingCommand:
+        await self.ctl.register_now()
         return request.response(ResponseCode.SUCCESS)
 
     def unregister(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
