@@ -301,3 +301,61 @@ def test_heartbeat_retry_topic_routed_before_answer(tmp_path):
         run(go())
     finally:
         cluster.stop()
+
+
+def test_kill9_during_acknowledged_sends_loses_nothing(tmp_path):
+    """ASYNC_FLUSH: every send acknowledged before a SIGKILL is there after the restart."""
+    cluster = start_cluster(tmp_path)
+    try:
+        addr = cluster.addr
+        acked: set[bytes] = set()
+
+        async def produce():
+            async with RemotingClient() as c:
+                await create_topic(c, addr, "K9", 4)
+
+                async def worker(w: int):
+                    i = 0
+                    while True:
+                        body = b"w%d-%d" % (w, i)
+                        try:
+                            r = await send(c, addr, "K9", body)
+                        except Exception:
+                            return
+                        if r.code == ResponseCode.SUCCESS:
+                            acked.add(body)
+                        i += 1
+
+                tasks = [asyncio.ensure_future(worker(w)) for w in range(8)]
+                await asyncio.sleep(1.0)
+                cluster.broker.kill()  # SIGKILL mid-stream
+                await asyncio.wait(tasks, timeout=10)
+
+        run(produce())
+        assert len(acked) > 100
+        cluster.broker = start_cluster_broker_again(cluster)
+
+        async def consume():
+            got: list[bytes] = []
+            async with RemotingClient() as c:
+                for q in range(4):
+                    off = 0
+                    while True:
+                        p = await pull(c, cluster.addr, "CGK9", "K9", q, off)
+                        if p.code != ResponseCode.SUCCESS:
+                            break
+                        got += [bytes(m.body) for m in records(p)]
+                        off = int(p.ext_fields["nextBeginOffset"])
+            return got
+
+        got = run(consume())
+        assert acked <= set(got), f"lost {len(acked - set(got))} of {len(acked)} acknowledged messages"
+        assert len(got) == len(set(got))  # no duplicates from the store itself
+    finally:
+        cluster.stop()
+
+
+def start_cluster_broker_again(cluster):
+    from tests.integration.broker_support import start_broker
+
+    return start_broker(cluster.home, cluster.namesrv.addr, cluster.conf, port=cluster.broker.port)
