@@ -1,6 +1,7 @@
 """Store benchmark: append / read throughput and crash-recovery time, as ratios to this machine's limits.
 
-    .venv/bin/python bench/store_bench.py [--quick] [--write-docs] [--dir DIR] [--seconds S] [--skip-recovery]
+    .venv/bin/python bench/store_bench.py [--quick] [--write-docs] [--dir DIR] [--seconds S] [--reps N]
+        [--skip-recovery] [--profile]
 
 Measured in the same run (specs/benchmarks.md, "Physical limits"):
   dd        dd if=/dev/zero bs=1M count=N conv=fdatasync           sequential write MB/s
@@ -24,6 +25,7 @@ import os
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,6 +38,7 @@ TOPIC = "BenchTopic"
 QUEUES = 4
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+T0 = time.perf_counter()
 
 
 # ---------------------------------------------------------------- physical limits
@@ -338,14 +341,23 @@ def write_docs(text: str) -> None:
         f.write(new)
 
 
+def fmt(vals: list[float], spec: str = ",.0f") -> str:
+    """median, with [min-max] when there were repetitions."""
+    med = statistics.median(vals)
+    if len(vals) == 1:
+        return format(med, spec)
+    return f"{med:{spec}} [{min(vals):{spec}}-{max(vals):{spec}}]"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="smaller sizes / shorter runs (~1-2 min)")
+    ap.add_argument("--quick", action="store_true", help="smaller sizes / shorter runs (~1 min)")
     ap.add_argument("--dir", default=None, help="scratch directory on the disk to measure (default: /tmp)")
     ap.add_argument(
         "--write-docs", action="store_true", help="replace the '## Store' section of docs/benchmarks.md"
     )
     ap.add_argument("--seconds", type=float, default=None, help="seconds per append cell")
+    ap.add_argument("--reps", type=int, default=None, help="interleaved repetitions (default 3, --quick 1)")
     ap.add_argument("--skip-recovery", action="store_true")
     ap.add_argument("--profile", action="store_true", help="also sample the append path with py-spy")
     ap.add_argument("--profile-target", choices=["async", "sync"], help=argparse.SUPPRESS)
@@ -354,31 +366,51 @@ def main() -> None:
     if args.profile_target:
         profile_target(args.profile_target, args.seconds or 5.0)
         return
-    secs = args.seconds or (0.6 if args.quick else 1.5)
+    secs = args.seconds or (0.6 if args.quick else 1.0)
+    reps = args.reps or (1 if args.quick else 3)
     base = tempfile.mkdtemp(prefix="rocketq-bench-", dir=args.dir)
-    cmd = "python bench/store_bench.py " + " ".join(a for a in sys.argv[1:])
+    cmd = ("python bench/store_bench.py " + " ".join(sys.argv[1:])).strip()
     out: list[str] = []
 
     def emit(s: str = "") -> None:
         print(s, flush=True)
         out.append(s)
 
+    cells = [(size, sync, conc) for size in SIZES for sync in (False, True) for conc in CONCURRENCY]
+    dd: list[float] = []
+    fs: dict[int, list[float]] = {s: [] for s in SIZES}
+    mc: dict[int, list[float]] = {s: [] for s in SIZES}
+    app: dict[tuple, list[tuple[float, float, float]]] = {c: [] for c in cells}
+    aio: dict[int, list[tuple[float, float]]] = {s: [] for s in SIZES}
     try:
+        st = os.statvfs(base)
         emit(
-            f"Command: `{cmd.strip()}` — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-            f"{os.cpu_count()} CPUs, scratch dir on `{base}`."
+            f"Command: `{cmd}` — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+            f"{os.cpu_count()} CPUs, "
+            f"load average {os.getloadavg()[0]:.1f} at start, scratch dir on the "
+            f"{st.f_blocks * st.f_frsize / 2**30:.0f} GiB root filesystem. {reps} interleaved repetition(s): "
+            "median [min-max]."
         )
         emit()
-        dd = dd_write_mb_s(os.path.join(base, "dd.bin"), 128 if args.quick else 512)
-        fs = {s: fsync_loop_per_s(os.path.join(base, "fs.bin"), s, 1.0 if args.quick else 2.0) for s in SIZES}
-        mc = {s: memcpy_loop_per_s(s, 0.5) for s in SIZES}
+        for _rep in range(reps):  # A B C A B C: drift and neighbours' load spread over every cell
+            dd.append(dd_write_mb_s(os.path.join(base, "dd.bin"), 256 if args.quick else 512))
+            for size in SIZES:
+                fs[size].append(fsync_loop_per_s(os.path.join(base, "fs.bin"), size, 1.0))
+                mc[size].append(memcpy_loop_per_s(size, 0.3))
+            for cell in cells:
+                app[cell].append(append_run(os.path.join(base, "a"), *cell, secs))
+            for size in SIZES:
+                aio[size].append(append_run_asyncio(os.path.join(base, "c"), size, 64, secs))
+        ddm = statistics.median(dd)
+        fsm = {s: statistics.median(v) for s, v in fs.items()}
+        mcm = {s: statistics.median(v) for s, v in mc.items()}
         emit("### Machine limits (same run)")
         emit()
-        emit(f"- dd sequential write (bs=1M, conv=fdatasync): **{dd:.0f} MB/s**")
-        emit("- Python append+fdatasync loop: " + ", ".join(f"{s} B {fs[s]:,.0f}/s" for s in SIZES))
+        emit(f"- dd sequential write (bs=1M, conv=fdatasync): **{fmt(dd)} MB/s**")
+        emit("- Python append+fdatasync loop (msg/s): " + ", ".join(f"{s} B {fmt(fs[s])}" for s in SIZES))
         emit(
-            "- Python mmap slice-assign loop (no store logic): "
-            + ", ".join(f"{s} B {mc[s]:,.0f}/s" for s in SIZES)
+            "- Python mmap slice-assign loop, no store logic (msg/s): "
+            + ", ".join(f"{s} B {fmt(mc[s])}" for s in SIZES)
         )
         emit()
         emit("### Append (threads; SYNC threads wait on flush_future; payload MB/s)")
@@ -388,15 +420,17 @@ def main() -> None:
             "| msgs per fdatasync |"
         )
         emit("|---|---|---|---|---|---|---|---|---|")
-        for size in SIZES:
-            for sync in (False, True):
-                for conc in CONCURRENCY:
-                    rate, mbs, per_sync = append_run(os.path.join(base, "a"), size, sync, conc, secs)
-                    emit(
-                        f"| {size} | {'SYNC' if sync else 'ASYNC'} | {conc} | {rate:,.0f} | {mbs:.1f} | "
-                        f"{mbs / dd:.3f} | {rate / fs[size]:.2f} | {rate / mc[size]:.3f} | "
-                        f"{f'{per_sync:.1f}' if sync else '-'} |"
-                    )
+        for cell in cells:
+            size, sync, conc = cell
+            rates = [r[0] for r in app[cell]]
+            mbs = [r[1] for r in app[cell]]
+            per = [r[2] for r in app[cell]]
+            rm, mm = statistics.median(rates), statistics.median(mbs)
+            emit(
+                f"| {size} | {'SYNC' if sync else 'ASYNC'} | {conc} | {fmt(rates)} | {mm:.1f} | "
+                f"{mm / ddm:.3f} | {rm / fsm[size]:.2f} | {rm / mcm[size]:.3f} | "
+                f"{f'{statistics.median(per):.1f}' if sync else '-'} |"
+            )
         emit()
         emit(
             "### SYNC_FLUSH driven by asyncio "
@@ -406,8 +440,9 @@ def main() -> None:
         emit("| size | msg/s | MB/s | msg/s ÷ fsync loop |")
         emit("|---|---|---|---|")
         for size in SIZES:
-            rate, mbs = append_run_asyncio(os.path.join(base, "c"), size, 64, secs)
-            emit(f"| {size} | {rate:,.0f} | {mbs:.1f} | {rate / fs[size]:.2f} |")
+            rates = [r[0] for r in aio[size]]
+            mbm = statistics.median(r[1] for r in aio[size])
+            emit(f"| {size} | {fmt(rates)} | {mbm:.1f} | {statistics.median(rates) / fsm[size]:.2f} |")
         emit()
         emit("### Read through the ConsumeQueue (get_message, 32 per call, page cache warm)")
         emit()
@@ -442,13 +477,14 @@ def main() -> None:
                 ("async", "ASYNC_FLUSH, 1 KiB, 1 thread"),
                 ("sync", "SYNC_FLUSH, 1 KiB, 64 threads"),
             ):
-                emit(f"### Where the time goes: {title} (py-spy, 200 Hz, appender thread(s))")
+                emit(f"### Where the time goes: {title} (py-spy --function, 200 Hz)")
                 emit()
                 emit("```")
                 for line in profile_run(kind, 4.0 if args.quick else 6.0):
                     emit(line)
                 emit("```")
                 emit()
+        emit(f"Total bench time: {time.perf_counter() - T0:.0f} s.")
     finally:
         shutil.rmtree(base, ignore_errors=True)
     if args.write_docs:
