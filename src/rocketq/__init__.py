@@ -23,9 +23,10 @@ _MESSAGE_NAMES = {
     "SendResult",
     "SendStatus",
 }
-_SYNC_NAMES = {"Producer", "PushConsumer", "LitePullConsumer"}
+_TRANSACTION_NAMES = {"LocalTransactionState", "TransactionSendResult"}
+_SYNC_NAMES = {"Producer", "PushConsumer", "LitePullConsumer", "TransactionProducer"}
 
-__all__ = ["__version__", *sorted(_MESSAGE_NAMES), *sorted(_SYNC_NAMES)]
+__all__ = ["__version__", *sorted(_MESSAGE_NAMES), *sorted(_SYNC_NAMES), *sorted(_TRANSACTION_NAMES)]
 
 if TYPE_CHECKING:
     from rocketq.client.message import (  # noqa: F401
@@ -41,7 +42,8 @@ if TYPE_CHECKING:
         SendResult,
         SendStatus,
     )
-    from rocketq.client.sync import LitePullConsumer, Producer, PushConsumer  # noqa: F401
+    from rocketq.client.sync import LitePullConsumer, Producer, PushConsumer, TransactionProducer  # noqa: F401
+    from rocketq.client.transaction import LocalTransactionState, TransactionSendResult  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:
@@ -49,6 +51,10 @@ def __getattr__(name: str) -> Any:
         from rocketq.client import message
 
         return getattr(message, name)
+    if name in _TRANSACTION_NAMES:
+        from rocketq.client import transaction
+
+        return getattr(transaction, name)
     if name in _SYNC_NAMES:
         from rocketq.client import sync
 

@@ -6,6 +6,7 @@ from rocketq.client import (
     ConsumeOrderlyResult,
     ConsumeResult,
     LitePullConsumer,
+    LocalTransactionState,
     Message,
     MessageExt,
     MessageModel,
@@ -16,6 +17,8 @@ from rocketq.client import (
     PushConsumer,
     SendResult,
     SendStatus,
+    TransactionProducer,
+    TransactionSendResult,
 )
 
 __all__ = [
@@ -24,6 +27,7 @@ __all__ = [
     "ConsumeOrderlyResult",
     "ConsumeResult",
     "LitePullConsumer",
+    "LocalTransactionState",
     "MQBrokerError",
     "MQClientError",
     "Message",
@@ -34,4 +38,6 @@ __all__ = [
     "PushConsumer",
     "SendResult",
     "SendStatus",
+    "TransactionProducer",
+    "TransactionSendResult",
 ]

@@ -23,6 +23,7 @@ from rocketq import (
     ConsumeOrderlyResult,
     ConsumeResult,
     LitePullConsumer,
+    LocalTransactionState,
     Message,
     MessageModel,
     MessageQueue,
@@ -31,6 +32,7 @@ from rocketq import (
     Producer,
     PushConsumer,
     SendStatus,
+    TransactionProducer,
 )
 from rocketq.client.instance import ClientConfig
 
@@ -64,7 +66,14 @@ class Cluster:
 
 def start_cluster(home: Path, extra: dict[str, str] | None = None) -> Cluster:
     home.mkdir(parents=True, exist_ok=True)
-    conf = {"messageDelayLevel": DELAY_LEVELS, "flushDiskType": "ASYNC_FLUSH", **(extra or {})}
+    conf = {
+        "messageDelayLevel": DELAY_LEVELS,
+        "flushDiskType": "ASYNC_FLUSH",
+        # quick transaction check-back
+        "transactionTimeOut": "1000",
+        "transactionCheckInterval": "1000",
+        **(extra or {}),
+    }
     path = home / "broker.conf"
     path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
     broker_port = free_port()
@@ -669,3 +678,50 @@ def test_orderly_failure_is_retried_in_place_keeping_order(cluster: Cluster) -> 
         c.shutdown()
     assert [s for s, _ in seen] == list(range(8))
     assert dict(seen)[3] == 1  # suspended once, then redelivered in place
+
+
+# -- transactions ---------------------------------------------------------------------------------------
+class OrderTransactions:
+    """Local transaction outcome by body: commit / rollback / unknown (decided later by the check)."""
+
+    def __init__(self) -> None:
+        self.checked: list[str] = []
+
+    def execute_local_transaction(self, msg: Message, arg: object) -> LocalTransactionState:
+        kind = msg.body.split(b"-")[0]
+        if kind == b"commit":
+            return LocalTransactionState.COMMIT_MESSAGE
+        if kind == b"rollback":
+            return LocalTransactionState.ROLLBACK_MESSAGE
+        if kind == b"boom":
+            raise RuntimeError("local transaction crashed")
+        return LocalTransactionState.UNKNOW
+
+    def check_local_transaction(self, msg) -> LocalTransactionState:
+        self.checked.append(msg.msg_id)
+        return LocalTransactionState.COMMIT_MESSAGE
+
+
+def test_transaction_commit_rollback_and_check_back(cluster: Cluster) -> None:
+    topic = cluster.topic(queues=2)
+    listener = OrderTransactions()
+    results = {}
+    with TransactionProducer(group(), namesrv=cluster.namesrv, listener=listener) as tp:
+        for kind in ("commit", "rollback", "unknown", "boom"):
+            r = tp.send_message_in_transaction(Message(topic, f"{kind}-1".encode()), arg=None)
+            assert r.status is SendStatus.SEND_OK
+            results[kind] = r
+        assert results["commit"].local_transaction_state is LocalTransactionState.COMMIT_MESSAGE
+        assert results["rollback"].local_transaction_state is LocalTransactionState.ROLLBACK_MESSAGE
+        assert results["boom"].local_transaction_state is LocalTransactionState.UNKNOW
+        got = Collector()
+        c = consumer(cluster.namesrv, group(), topic, got)
+        try:
+            # commit is visible at once; unknown and boom only after the broker's check-back says commit
+            wait_until(lambda: len(got) >= 3, 30, "committed + checked-back messages")
+            time.sleep(1.5)
+        finally:
+            c.shutdown()
+    assert sorted(got.bodies()) == [b"boom-1", b"commit-1", b"unknown-1"]
+    assert results["unknown"].msg_id in listener.checked and results["boom"].msg_id in listener.checked
+    assert results["commit"].msg_id not in listener.checked

@@ -24,6 +24,12 @@ from .message import (
     SendStatus,
 )
 from .producer import Producer
+from .transaction import (
+    LocalTransactionState,
+    TransactionListener,
+    TransactionProducer,
+    TransactionSendResult,
+)
 
 __all__ = [
     "ClientConfig",
@@ -31,6 +37,7 @@ __all__ = [
     "ConsumeOrderlyResult",
     "ConsumeResult",
     "LitePullConsumer",
+    "LocalTransactionState",
     "MQBrokerError",
     "MQClientError",
     "Message",
@@ -41,6 +48,9 @@ __all__ = [
     "PushConsumer",
     "SendResult",
     "SendStatus",
+    "TransactionListener",
+    "TransactionProducer",
+    "TransactionSendResult",
     "allocate_averagely",
     "allocate_averagely_by_circle",
     "allocate_consistent_hash",

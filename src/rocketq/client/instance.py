@@ -370,6 +370,18 @@ class MQClientInstance:
         result = await consumer.consume_directly(msgs[0])
         return request.response(ResponseCode.SUCCESS, None, None, orjson.dumps(result))
 
+    async def on_check_transaction_state(self, channel: Channel, request: RemotingCommand) -> None:
+        """CHECK_TRANSACTION_STATE: route to the transaction producer of the message's PGROUP."""
+        msgs = decode_records(request.body_bytes)
+        group = msgs[0].properties.get("PGROUP", "") if msgs else ""
+        producer = self.producers.get(group)
+        check = getattr(producer, "check_transaction_state", None)
+        if check is None:
+            log.info("transaction check for unknown producer group %r", group)
+            return None
+        await check(channel, request)
+        return None
+
     def rebalance_immediately(self) -> None:
         self._rebalance_wakeup.set()
 

@@ -15,6 +15,7 @@ from rocketq.remoting.loop import new_event_loop
 from . import consumer as _consumer
 from . import lite_pull as _lite
 from . import producer as _producer
+from . import transaction as _transaction
 from .message import Message, MessageExt, MessageQueue, SendResult
 
 T = TypeVar("T")
@@ -162,6 +163,19 @@ class Producer(_Facade):
 
     def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
         return run(self._core.fetch_publish_message_queues(topic))
+
+
+class TransactionProducer(Producer):
+    """``TransactionProducer("PG", namesrv=..., listener=obj)``; ``obj.execute_local_transaction(msg, arg)``
+    and ``obj.check_local_transaction(msg)`` run in worker threads and return LocalTransactionState."""
+
+    def __init__(self, group: str, namesrv: str | Sequence[str] | None = None, **kwargs: Any):
+        self._core = _transaction.TransactionProducer(group, namesrv, **kwargs)
+
+    def send_message_in_transaction(
+        self, msg: Message, arg: Any = None
+    ) -> _transaction.TransactionSendResult:
+        return run(self._core.send_message_in_transaction(msg, arg))
 
 
 class PushConsumer(_Facade):
