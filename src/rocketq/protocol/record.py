@@ -20,6 +20,7 @@ from collections.abc import Iterable
 
 from . import sysflag as sf
 from .frame import ProtocolError
+from .message_id import encode_offset_msg_id
 from .properties import (
     MAX_PROPERTIES_LENGTH,
     PROPERTY_KEYS,
@@ -190,11 +191,6 @@ def encode_record(
     return bytes(out)
 
 
-def encode_offset_msg_id(ip4: bytes, port: int, offset: int) -> str:
-    # Private stand-in until rocketq.protocol.message_id lands: ip(4) + port(int32) + offset(int64) hex.
-    return _OFFSET_MSG_ID.pack(ip4, port, offset).hex().upper()
-
-
 class MessageExt:
     """A decoded record. ``body`` is a memoryview into the decoded buffer (no copy);
     ``properties`` is parsed on first access."""
@@ -244,12 +240,7 @@ class MessageExt:
     @property
     def offset_msg_id(self) -> str:
         host, port = self.store_host
-        if ":" in host:  # IPv6 store host: 16-byte address
-            raw = (
-                socket.inet_pton(socket.AF_INET6, host) + _I32.pack(port) + _I64.pack(self.commit_log_offset)
-            )
-            return raw.hex().upper()
-        return encode_offset_msg_id(ip4_bytes(host), port, self.commit_log_offset)
+        return encode_offset_msg_id(host, port, self.commit_log_offset)
 
     @property
     def msg_id(self) -> str:

@@ -13,10 +13,8 @@ import time
 from collections.abc import Callable
 
 from rocketq.protocol import sysflag as sf
+from rocketq.protocol.message_id import offset_msg_id_encoder
 from rocketq.protocol.properties import TRANS_HALF_TOPIC
-from rocketq.protocol.record import (
-    _OFFSET_MSG_ID as _MSGID,
-)
 from rocketq.protocol.record import (
     BLANK,
     BLANK_MAGIC_CODE,
@@ -50,7 +48,7 @@ class CommitLog:
         self.store_host = store_host
         self.store_ip4 = ip4_bytes(store_host[0])
         self.store_port = store_host[1]
-        self.msg_id_prefix = _MSGID.pack(self.store_ip4, self.store_port, 0).hex().upper()[:16]
+        self.msg_id = offset_msg_id_encoder(store_host[0], store_host[1])  # phys offset -> offsetMsgId
         self.max_message_size = config.max_message_size
         self.append_ts = 0  # store timestamp of the newest appended record
         self.confirm_offset = -1
@@ -68,9 +66,6 @@ class CommitLog:
     def min_offset(self) -> int:
         first = self.mfq.first()
         return first.file_from_offset if first is not None else 0
-
-    def msg_id(self, phys_offset: int) -> str:
-        return self.msg_id_prefix + format(phys_offset, "016X")
 
     def roll_next_file(self, offset: int) -> int:
         return offset + self.file_size - offset % self.file_size

@@ -97,6 +97,7 @@ class MessageStore:
         self.recovered_abnormally = False
         self._rebuild_all = False
         self._recover_expect: dict[tuple[str, int], int] = {}
+        self._recover_create = False
         self.clean = None
         # stats
         self.put_count = 0
@@ -124,6 +125,7 @@ class MessageStore:
             )
         if self.index_service is not None:
             self.index_service.load(last_exit_ok=not abnormal)
+        self._recover_create = abnormal or self._rebuild_all
         cl_files = self.commit_log.mfq.files
         cl_end_bound = cl_files[-1].file_end_offset if cl_files else 0
         for cq in self.consume_queue_table.values():
@@ -256,6 +258,8 @@ class MessageStore:
         if qoff < 0:
             return False
         cq = self.consume_queue_table.get(key)
+        if cq is None and not self._recover_create:
+            return True  # clean shutdown: a missing queue was deleted on purpose (delete_topics)
         if cq is not None and cq.get_max_offset_in_queue():
             first = cq.get_unit(cq.get_min_offset_in_queue())
             if first is not None and first[1] != BLANK_UNIT_SIZE and phys < first[0]:
