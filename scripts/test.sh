@@ -3,7 +3,10 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
-ROCKETQ_EXTRAS="[dev]" bash scripts/bootstrap.sh
+if ! command -v java >/dev/null 2>&1; then  # the Spark tests need a JVM
+  (sudo -n true 2>/dev/null && SUDO=sudo || SUDO=""; $SUDO apt-get update -qq && $SUDO apt-get install -y -qq openjdk-17-jre-headless)
+fi
+ROCKETQ_EXTRAS="[dev,spark]" bash scripts/bootstrap.sh
 if [ -f tests/interop/node/package.json ] && command -v npm >/dev/null 2>&1; then
   (cd tests/interop/node && npm install --no-audit --no-fund --loglevel=error)
 fi

@@ -1,0 +1,1 @@
+"""Broker-side half messages (transactional messages and the Spark exactly-once sink)."""
