@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 TICK_S = 0.1
 BATCH = 32
+MAX_PER_TICK = 2048  # per level: a backlog (e.g. after downtime) never monopolises the event loop
 GROUP = "SCHEDULE_SERVICE"
 
 
@@ -102,7 +103,9 @@ class ScheduleMessageService:
             offset = min_off
         delay = self.levels.delay_ms(level)
         now = int(time.time() * 1000)
-        while offset < max_off:
+        budget = MAX_PER_TICK
+        while offset < max_off and budget > 0:
+            budget -= BATCH
             result = store.get_message(GROUP, SCHEDULE_TOPIC, qid, offset, BATCH, None)
             try:
                 if result.status.name != "FOUND" or not result.buffers:

@@ -205,6 +205,8 @@ class SendProcessor:
             tags_code=tags_code,
         )
         result = ctl.store.put_message(msg)
+        if result.flush_future is not None and props.get("WAIT") == "false":
+            result.flush_future = None  # waitStoreMsgOK=false: answer without waiting for the flush
         return self._respond(request, result, queue_id)
 
     def _retry_to_dlq(
