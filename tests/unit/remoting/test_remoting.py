@@ -236,7 +236,7 @@ def test_max_frame_size_is_enforced() -> None:
 def test_idle_connections_are_closed() -> None:
     async def body() -> None:
         closed: list[Channel] = []
-        async with _server(idle_timeout_s=0.3) as server, RemotingClient() as client:
+        async with _server(idle_timeout_s=0.6) as server, RemotingClient() as client:
             server.on_channel_close(closed.append)
             await client.invoke(server.address, RemotingCommand.request(FAST))
             ch = await client.get_channel(server.address)
@@ -245,7 +245,7 @@ def test_idle_connections_are_closed() -> None:
                 await asyncio.sleep(0.1)
                 await client.invoke(server.address, RemotingCommand.request(FAST))
             assert not ch.closed
-            await asyncio.sleep(0.8)
+            await asyncio.sleep(1.5)
             assert ch.closed
             assert len(closed) == 1 and not server.channels
 
