@@ -193,7 +193,7 @@ class BrokerConfig:
             self.delay_levels_ms  # noqa: B018
         except ValueError as exc:
             raise ConfigError(f"{where}: bad value for 'messageDelayLevel': {exc}") from None
-        if not 0 < self["listenPort"] < 65536:
+        if not 0 <= self["listenPort"] < 65536:  # 0: any free port (tests, embedding)
             raise ConfigError(f"{where}: listenPort out of range")
         if self["brokerId"] < 0:
             raise ConfigError(f"{where}: brokerId must be >= 0")

@@ -18,11 +18,9 @@ log = logging.getLogger(__name__)
 
 
 def boot_line(ctl: BrokerController) -> str:
-    ns = ctl.cfg["namesrvAddr"] or "null"
-    return (
-        f"The broker[{ctl.cfg['brokerName']}, {ctl.broker_addr}] boot success. "
-        f"serializeType=JSON and name server is {ns}"
-    )
+    line = f"The broker[{ctl.cfg['brokerName']}, {ctl.broker_addr}] boot success. serializeType=JSON"
+    ns = ctl.cfg["namesrvAddr"]
+    return f"{line} and name server is {ns}" if ns else line
 
 
 def build_parser(prog: str = "rocketq broker") -> argparse.ArgumentParser:
