@@ -51,6 +51,8 @@ class StoreCheckpoint:
                 _LAYOUT.pack(self.physic_msg_timestamp, self.logics_msg_timestamp, self.index_msg_timestamp),
                 0,
             )
+            if faultfs.CRASH_AT is not None:
+                faultfs.crash_point("checkpoint.flush")
             os.fdatasync(self._fd)
             if faultfs.ACTIVE is not None:
                 faultfs.ACTIVE.on_flush(self.path, 0, _LAYOUT.size)

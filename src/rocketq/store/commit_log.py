@@ -25,6 +25,7 @@ from rocketq.protocol.record import (
     ip4_bytes,
 )
 
+from . import faultfs
 from .config import StoreConfig
 from .mapped_file import MappedFile
 from .mapped_file_queue import AllocateMappedFileService, MappedFileQueue
@@ -82,6 +83,8 @@ class CommitLog:
                 if pos < self.file_size:
                     BLANK.pack_into(mf.mm, pos, self.file_size - pos, BLANK_MAGIC_CODE)
                     mf.wrote_position = self.file_size
+                if faultfs.CRASH_AT is not None:
+                    faultfs.crash_point("commitlog.roll")
                 mf = self.mfq.get_last_mapped_file(0)
             if mf is None:
                 raise OSError("no commitlog segment")
@@ -130,6 +133,8 @@ class CommitLog:
             mf.wrote_position = pos + size
             mf.store_timestamp = store_ts
             self.append_ts = store_ts
+            if faultfs.CRASH_AT is not None:
+                faultfs.crash_point("commitlog.after_append")
             if consumable:
                 self.topic_queue_table[key] = qoff + 1
                 if tags_code is None:

@@ -10,6 +10,7 @@ import os
 import struct
 from collections.abc import Callable
 
+from . import faultfs
 from .mapped_file import MappedFile
 from .mapped_file_queue import MappedFileQueue
 
@@ -178,6 +179,8 @@ class ConsumeQueue:
         CQ_UNIT.pack_into(mf.mm, mf.wrote_position, phys_offset, size, tags_code)
         mf.wrote_position += CQ_STORE_UNIT_SIZE
         self.max_phys_end = phys_offset + size
+        if faultfs.CRASH_AT is not None:
+            faultfs.crash_point("cq.after_put")
         return True
 
     def _fill_blank(self, mf: MappedFile, until_logical: int) -> None:
