@@ -22,6 +22,7 @@ _MESSAGE_NAMES = {
     "MQClientError",
     "SendResult",
     "SendStatus",
+    "create_reply_message",
 }
 _TRANSACTION_NAMES = {"LocalTransactionState", "TransactionSendResult"}
 _SYNC_NAMES = {"Producer", "PushConsumer", "LitePullConsumer", "TransactionProducer"}
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
         MQClientError,
         SendResult,
         SendStatus,
+        create_reply_message,
     )
     from rocketq.client.sync import LitePullConsumer, Producer, PushConsumer, TransactionProducer  # noqa: F401
     from rocketq.client.transaction import LocalTransactionState, TransactionSendResult  # noqa: F401

@@ -19,6 +19,7 @@ from rocketq.client import (
     SendStatus,
     TransactionProducer,
     TransactionSendResult,
+    create_reply_message,
 )
 
 __all__ = [
@@ -40,4 +41,5 @@ __all__ = [
     "SendStatus",
     "TransactionProducer",
     "TransactionSendResult",
+    "create_reply_message",
 ]

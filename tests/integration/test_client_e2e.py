@@ -33,6 +33,7 @@ from rocketq import (
     PushConsumer,
     SendStatus,
     TransactionProducer,
+    create_reply_message,
 )
 from rocketq.client.instance import ClientConfig
 
@@ -725,3 +726,28 @@ def test_transaction_commit_rollback_and_check_back(cluster: Cluster) -> None:
     assert sorted(got.bodies()) == [b"boom-1", b"commit-1", b"unknown-1"]
     assert results["unknown"].msg_id in listener.checked and results["boom"].msg_id in listener.checked
     assert results["commit"].msg_id not in listener.checked
+
+
+# -- request / reply ------------------------------------------------------------------------------------
+def test_request_reply(cluster: Cluster) -> None:
+    topic = cluster.topic(queues=2)
+    responder = Producer("PG_responder", namesrv=cluster.namesrv)
+    responder.start()
+
+    def serve(msgs: list) -> ConsumeResult:
+        for m in msgs:
+            responder.send(create_reply_message(m, b"re: " + m.body))
+        return ConsumeResult.SUCCESS
+
+    c = consumer(cluster.namesrv, group(), topic, serve)
+    try:
+        with Producer("PG_requester", namesrv=cluster.namesrv) as requester:
+            for i in range(3):
+                reply = requester.request(Message(topic, b"ping %d" % i), timeout=10000)
+                assert reply.body == b"re: ping %d" % i
+                assert reply.topic.endswith("_REPLY_TOPIC")
+            with pytest.raises(MQClientError):  # no responder for this topic: the wait times out
+                requester.request(Message(cluster.topic(), b"nobody"), timeout=1000)
+    finally:
+        c.shutdown()
+        responder.shutdown()

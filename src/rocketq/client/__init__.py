@@ -22,6 +22,7 @@ from .message import (
     MQClientError,
     SendResult,
     SendStatus,
+    create_reply_message,
 )
 from .producer import Producer
 from .transaction import (
@@ -54,6 +55,7 @@ __all__ = [
     "allocate_averagely",
     "allocate_averagely_by_circle",
     "allocate_consistent_hash",
+    "create_reply_message",
     "make_by_config",
     "make_consistent_hash",
 ]

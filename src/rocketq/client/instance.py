@@ -19,8 +19,8 @@ from rocketq.protocol.frame import RemotingCommand
 from rocketq.remoting import Channel, RemotingClient
 
 from .api import MQClientAPI
-from .codec import decode_records, local_ip_str
-from .message import DEFAULT_TOPIC, MessageQueue, MQClientError
+from .codec import SYSFLAG_COMPRESSED, decode_records, decompress_body, local_ip_str, string_to_properties
+from .message import DEFAULT_TOPIC, MessageExt, MessageQueue, MQClientError
 from .route import MASTER_ID, TopicRouteData, topic_route_to_publish_info, topic_route_to_subscribe_info
 
 log = logging.getLogger(__name__)
@@ -91,6 +91,9 @@ class MQClientInstance:
         self.remoting.register_processor(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
         self.remoting.register_processor(RequestCode.GET_CONSUMER_RUNNING_INFO, self._on_running_info)
         self.remoting.register_processor(RequestCode.CONSUME_MESSAGE_DIRECTLY, self._on_consume_directly)
+        self.remoting.register_processor(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, self._on_reply)
+        self._replies: dict[str, asyncio.Future[Any]] = {}
+        self.heartbeat_addrs: set[str] = set()
         self.api = MQClientAPI(self.remoting, namesrv_addrs, self.config.mq_client_api_timeout)
         self.routes: dict[str, TopicRouteData] = {}
         self.broker_addrs: dict[str, dict[str, str]] = {}
@@ -317,6 +320,7 @@ class MQClientInstance:
                     log.debug("heartbeat to %s failed: %s", addr, exc)
 
             await asyncio.gather(*(one(a) for a in addrs))
+            self.heartbeat_addrs |= addrs
 
     # -- consumers -------------------------------------------------------------------------------
     def _on_ids_changed(self, channel: Channel, request: RemotingCommand) -> None:
@@ -381,6 +385,46 @@ class MQClientInstance:
             return None
         await check(channel, request)
         return None
+
+    # -- request / reply -------------------------------------------------------------------------
+    def all_broker_addrs(self) -> set[str]:
+        return {a for addrs in self.broker_addrs.values() for a in addrs.values()}
+
+    def expect_reply(self, correlation_id: str) -> asyncio.Future[Any]:
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._replies[correlation_id] = fut
+        return fut
+
+    def forget_reply(self, correlation_id: str) -> None:
+        self._replies.pop(correlation_id, None)
+
+    def _on_reply(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """PUSH_REPLY_MESSAGE_TO_CLIENT: the reply to one of our requests (body = raw message body)."""
+        ext = request.ext_fields
+        props = string_to_properties(ext.get("properties", ""))
+        body = request.body_bytes
+        sys_flag = int(ext.get("sysFlag", "0") or 0)
+        try:
+            if sys_flag & SYSFLAG_COMPRESSED:
+                body = decompress_body(body, sys_flag)
+        except Exception as exc:
+            return request.response(ResponseCode.SYSTEM_ERROR, f"bad reply body: {exc}")
+        msg = MessageExt(ext.get("topic", ""), body, props)
+        msg.queue_id = int(ext.get("queueId", "0") or 0)
+        msg.flag = int(ext.get("flag", "0") or 0)
+        msg.sys_flag = sys_flag
+        msg.born_timestamp = int(ext.get("bornTimestamp", "0") or 0)
+        msg.store_timestamp = int(ext.get("storeTimestamp", "0") or 0)
+        msg.born_host = ext.get("bornHost", "")
+        msg.store_host = ext.get("storeHost", "")
+        msg.reconsume_times = int(ext.get("reconsumeTimes", "0") or 0)
+        msg.msg_id = props.get("UNIQ_KEY", "")
+        fut = self._replies.get(props.get("CORRELATION_ID", ""))
+        if fut is not None and not fut.done():
+            fut.set_result(msg)
+        else:
+            log.info("reply %s arrived after its request timed out", props.get("CORRELATION_ID"))
+        return request.response(ResponseCode.SUCCESS)
 
     def rebalance_immediately(self) -> None:
         self._rebalance_wakeup.set()

@@ -24,6 +24,13 @@ PROPERTY_MAX_OFFSET = "MAX_OFFSET"
 PROPERTY_TRAN_MSG = "TRAN_MSG"
 PROPERTY_CLUSTER = "CLUSTER"
 
+PROPERTY_CORRELATION_ID = "CORRELATION_ID"
+PROPERTY_REPLY_TO_CLIENT = "REPLY_TO_CLIENT"
+PROPERTY_TTL = "TTL"
+PROPERTY_MSG_TYPE = "MSG_TYPE"
+REPLY_MESSAGE_FLAG = "reply"
+REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
+
 KEY_SEPARATOR = " "
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
@@ -219,6 +226,23 @@ class SendResult:
     @property
     def message_queue(self) -> MessageQueue:
         return self.queue
+
+
+def create_reply_message(request: Message, body: bytes | str) -> Message:
+    """MessageUtil.createReplyMessage: the reply to a request message, addressed to
+    <cluster>_REPLY_TOPIC and routed back to the requesting client by the broker."""
+    props = request.properties
+    cluster = props.get(PROPERTY_CLUSTER)
+    if not cluster:
+        raise MQClientError(
+            10007, "create reply message fail, requestMessage error, property[CLUSTER] is null."
+        )
+    reply = Message(f"{cluster}_{REPLY_TOPIC_POSTFIX}", body)
+    reply.properties[PROPERTY_MSG_TYPE] = REPLY_MESSAGE_FLAG
+    for key in (PROPERTY_CORRELATION_ID, PROPERTY_REPLY_TO_CLIENT, PROPERTY_TTL):
+        if key in props:
+            reply.properties[key] = props[key]
+    return reply
 
 
 class MQClientError(Exception):

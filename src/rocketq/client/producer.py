@@ -6,6 +6,7 @@ import asyncio
 import logging
 import re
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -33,13 +34,19 @@ from .instance import (
 )
 from .message import (
     DEFAULT_TOPIC,
+    PROPERTY_CORRELATION_ID,
     PROPERTY_MAX_RECONSUME_TIMES,
+    PROPERTY_MSG_TYPE,
     PROPERTY_RECONSUME_TIME,
+    PROPERTY_REPLY_TO_CLIENT,
     PROPERTY_TRAN_MSG,
+    PROPERTY_TTL,
     PROPERTY_UNIQ_KEY,
     PROPERTY_WAIT,
+    REPLY_MESSAGE_FLAG,
     RETRY_GROUP_TOPIC_PREFIX,
     Message,
+    MessageExt,
     MessageQueue,
     MQBrokerError,
     MQClientError,
@@ -259,7 +266,10 @@ class Producer:
             return RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, ext, body), ",".join(ids)
         body, sys_flag, props = self._encode_single(msgs)
         ext = self._header(mq.topic, mq.queue_id, sys_flag, msgs.flag, props, False)
-        return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body), props[PROPERTY_UNIQ_KEY]
+        code = RequestCode.SEND_MESSAGE_V2
+        if msgs.properties.get(PROPERTY_MSG_TYPE) == REPLY_MESSAGE_FLAG:
+            code = RequestCode.SEND_REPLY_MESSAGE_V2
+        return RemotingCommand.request(code, ext, body), props[PROPERTY_UNIQ_KEY]
 
     # -- sending ---------------------------------------------------------------------------------
     async def _send_to_queue(
@@ -494,3 +504,36 @@ class Producer:
         await self._send_one_or_batch(
             msg, msg.topic, queue, selector, arg, self.send_msg_timeout / 1000.0, oneway=True, times_total=1
         )
+
+    async def request(
+        self,
+        msg: Message,
+        timeout: int | None = None,
+        queue: MessageQueue | None = None,
+        selector: Selector | None = None,
+        arg: Any = None,
+    ) -> MessageExt:
+        """Request–reply: send ``msg`` and wait for the responder's reply (create_reply_message + send)."""
+        timeout_ms = timeout if timeout is not None else self.send_msg_timeout
+        inst = self.instance
+        self._check_message(msg)
+        correlation_id = uuid.uuid4().hex
+        msg.properties[PROPERTY_CORRELATION_ID] = correlation_id
+        msg.properties[PROPERTY_REPLY_TO_CLIENT] = inst.client_id
+        msg.properties[PROPERTY_TTL] = str(timeout_ms)
+        fut = inst.expect_reply(correlation_id)
+        loop = asyncio.get_running_loop()
+        begin = loop.time()
+        try:
+            await self._publish_info(msg.topic)
+            if inst.all_broker_addrs() - inst.heartbeat_addrs:
+                await inst.send_heartbeat_all()  # the broker finds us among its producer channels
+            await self.send(msg, queue=queue, selector=selector, arg=arg, timeout=timeout_ms)
+            left = timeout_ms / 1000.0 - (loop.time() - begin)
+            try:
+                return await asyncio.wait_for(fut, max(left, 0.001))
+            except TimeoutError:
+                what = f"send request message to <{msg.topic}> OK, but wait reply message timeout"
+                raise MQClientError(10006, f"{what}, {timeout_ms} ms.") from None
+        finally:
+            inst.forget_reply(correlation_id)

@@ -161,6 +161,17 @@ class Producer(_Facade):
     ) -> None:
         run(self._core.send_oneway(msg, queue=queue, selector=selector, arg=arg))
 
+    def request(
+        self,
+        msg: Message,
+        timeout: int | None = None,
+        queue: MessageQueue | None = None,
+        selector: _producer.Selector | None = None,
+        arg: Any = None,
+    ) -> MessageExt:
+        """Request–reply: send and block until the responder's reply arrives (or MQClientError)."""
+        return run(self._core.request(msg, timeout=timeout, queue=queue, selector=selector, arg=arg))
+
     def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
         return run(self._core.fetch_publish_message_queues(topic))
 
