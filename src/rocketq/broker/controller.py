@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import time
@@ -169,8 +170,10 @@ class BrokerController:
             return
         wrapper = self.topics.wrapper()
         if not self.broker_perm & 2 or not self.broker_perm & 4:
-            for tc in wrapper.topic_config_table.values():
-                tc.perm &= self.broker_perm
+            # a read-only / write-only broker advertises its topics so (copies: the table stays intact)
+            table = wrapper.topic_config_table
+            for name, tc in table.items():
+                table[name] = dataclasses.replace(tc, perm=tc.perm & self.broker_perm)
         await self.namesrv.register_all(wrapper, self.broker_addr)
 
     async def register_now(self) -> None:
