@@ -393,7 +393,7 @@ def main() -> None:
         )
         emit()
         for _rep in range(reps):  # A B C A B C: drift and neighbours' load spread over every cell
-            dd.append(dd_write_mb_s(os.path.join(base, "dd.bin"), 256 if args.quick else 512))
+            dd.append(dd_write_mb_s(os.path.join(base, "dd.bin"), 256 if args.quick else 1024))
             for size in SIZES:
                 fs[size].append(fsync_loop_per_s(os.path.join(base, "fs.bin"), size, 1.0))
                 mc[size].append(memcpy_loop_per_s(size, 0.3))
@@ -401,9 +401,6 @@ def main() -> None:
                 app[cell].append(append_run(os.path.join(base, "a"), *cell, secs))
             for size in SIZES:
                 aio[size].append(append_run_asyncio(os.path.join(base, "c"), size, 64, secs))
-        ddm = statistics.median(dd)
-        fsm = {s: statistics.median(v) for s, v in fs.items()}
-        mcm = {s: statistics.median(v) for s, v in mc.items()}
         emit("### Machine limits (same run)")
         emit()
         emit(f"- dd sequential write (bs=1M, conv=fdatasync): **{fmt(dd)} MB/s**")
@@ -422,14 +419,17 @@ def main() -> None:
         emit("|---|---|---|---|---|---|---|---|---|")
         for cell in cells:
             size, sync, conc = cell
-            rates = [r[0] for r in app[cell]]
-            mbs = [r[1] for r in app[cell]]
-            per = [r[2] for r in app[cell]]
-            rm, mm = statistics.median(rates), statistics.median(mbs)
+            runs = app[cell]
+            rates = [r[0] for r in runs]
+            mm = statistics.median(r[1] for r in runs)
+            # ratios per repetition (against the limits measured in the same repetition), then the median
+            r_dd = statistics.median(r[1] / dd[i] for i, r in enumerate(runs))
+            r_fs = statistics.median(r[0] / fs[size][i] for i, r in enumerate(runs))
+            r_mc = statistics.median(r[0] / mc[size][i] for i, r in enumerate(runs))
             emit(
                 f"| {size} | {'SYNC' if sync else 'ASYNC'} | {conc} | {fmt(rates)} | {mm:.1f} | "
-                f"{mm / ddm:.3f} | {rm / fsm[size]:.2f} | {rm / mcm[size]:.3f} | "
-                f"{f'{statistics.median(per):.1f}' if sync else '-'} |"
+                f"{r_dd:.3f} | {r_fs:.2f} | {r_mc:.3f} | "
+                f"{f'{statistics.median(r[2] for r in runs):.1f}' if sync else '-'} |"
             )
         emit()
         emit(
@@ -442,7 +442,8 @@ def main() -> None:
         for size in SIZES:
             rates = [r[0] for r in aio[size]]
             mbm = statistics.median(r[1] for r in aio[size])
-            emit(f"| {size} | {fmt(rates)} | {mbm:.1f} | {statistics.median(rates) / fsm[size]:.2f} |")
+            r_fs = statistics.median(r[0] / fs[size][i] for i, r in enumerate(aio[size]))
+            emit(f"| {size} | {fmt(rates)} | {mbm:.1f} | {r_fs:.2f} |")
         emit()
         emit("### Read through the ConsumeQueue (get_message, 32 per call, page cache warm)")
         emit()
