@@ -373,6 +373,13 @@ def _file_name_for(ms: int) -> str:
     return time.strftime("%Y%m%d%H%M%S", t) + f"{ms % 1000:03d}"
 
 
+def _ms_of_file_name(name: str) -> int:
+    try:
+        return int(time.mktime(time.strptime(name[:14], "%Y%m%d%H%M%S"))) * 1000 + int(name[14:17])
+    except (ValueError, OverflowError):
+        return 0
+
+
 class IndexService:
     """All IndexFiles of a store: build (dispatch thread), query (any thread), flush, recover, retention."""
 
@@ -433,6 +440,9 @@ class IndexService:
                 drop_rest = True
         with self._lock:
             self._files = files
+            if names:
+                # new names must sort after every existing one even if the clock went backwards
+                self._last_name_ms = max(self._last_name_ms, _ms_of_file_name(names[-1]))
         return True
 
     def _note_rebuild(self, phy: int) -> None:

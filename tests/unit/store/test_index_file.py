@@ -278,3 +278,24 @@ def test_direct_indexfile_full(tmp_path):
     f.close()
     with pytest.raises(FileExistsError):
         IndexFile(str(tmp_path / "x"), SLOTS, 4)
+
+
+def test_file_names_stay_ordered_when_the_clock_goes_back(tmp_path):
+    clock = [T0]
+    svc = IndexService(str(tmp_path), SLOTS, 4, clock_ms=lambda: clock[0])
+    svc.load()
+    for i in range(3):
+        svc.build_index("T", "k", None, i, T0)
+    svc.close()
+    clock[0] = T0 - 86_400_000  # a day back, after a restart
+    svc = IndexService(str(tmp_path), SLOTS, 4, clock_ms=lambda: clock[0])
+    svc.load()
+    for i in range(3, 9):
+        svc.build_index("T", "k", None, i, T0)
+    names = [f.name for f in svc.files()]
+    assert names == sorted(names) and len(names) == 3
+    svc.close()
+    svc = IndexService(str(tmp_path), SLOTS, 4)
+    svc.load()
+    assert svc.query_offsets("T", "k", 64, 0, 2**62)[0] == list(range(8, -1, -1))
+    svc.close()
