@@ -103,10 +103,6 @@ def test_reset_offset_offline_group_then_reconsume(sa: Standalone) -> None:
         c2.shutdown()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the Python client ignores RESET_CONSUMER_CLIENT_OFFSET (220); docs/internal/notes-interop.md #2",
-)
 def test_reset_offset_with_consumer_online(sa: Standalone) -> None:
     topic, group = unique("ResetLiveT"), unique("ResetLiveG")
     mqadmin_ok(sa.namesrv, "updateTopic", "-c", CLUSTER, "-t", topic, "-r", "1", "-w", "1")

@@ -1,26 +1,22 @@
-"""Decoding of stored message records (pull / view / query bodies) into :class:`StoredMessage`.
+"""Stored messages as the admin tool shows them (pull / view / query bodies), and offsetMsgId helpers.
 
-A small self-contained reader so the admin tool does not depend on the client library; it accepts the
-V1 layout with IPv4 or IPv6 hosts and stops at the first record it cannot decode (as 4.x clients do).
+Decoding is protocol/record.py's; this adds the broker name, printable hosts and decompressed bodies.
 """
 
 from __future__ import annotations
 
 import socket
 import struct
-import zlib
 from dataclasses import dataclass, field
 
-MAGIC_V1 = -626843481
-MAGIC_V2 = -626843477
-SYSFLAG_COMPRESSED = 0x1
-SYSFLAG_BORNHOST_V6 = 0x10
-SYSFLAG_STOREHOST_V6 = 0x20
+from rocketq.protocol.frame import ProtocolError
+from rocketq.protocol.properties import properties_to_string, string_to_properties
+from rocketq.protocol.record import decode_records_lenient, decompress_body
 
-_HEAD = struct.Struct(">iiiiiqqiq")  # size, magic, crc, queueId, flag, queueOffset, physOffset, sysFlag, born
+SYSFLAG_COMPRESSED = 0x1
+
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
-_I16 = struct.Struct(">H")
 _ID = struct.Struct(">4siq")
 
 
@@ -61,25 +57,11 @@ class StoredMessage:
 
 
 def parse_properties(text: str) -> dict[str, str]:
-    props: dict[str, str] = {}
-    for seg in text.split("\x02"):
-        if len(seg) < 3:
-            continue
-        k, sep, v = seg.partition("\x01")
-        if sep:
-            props[k] = v
-    return props
+    return string_to_properties(text)
 
 
 def encode_properties(props: dict[str, str]) -> str:
-    return "\x02".join(f"{k}\x01{v}" for k, v in props.items())
-
-
-def _host(buf: memoryview, pos: int, v6: bool) -> tuple[str, int]:
-    n = 16 if v6 else 4
-    ip = socket.inet_ntop(socket.AF_INET6 if v6 else socket.AF_INET, bytes(buf[pos : pos + n]))
-    (port,) = _I32.unpack_from(buf, pos + n)
-    return (f"[{ip}]:{port}" if v6 else f"{ip}:{port}"), pos + n + 4
+    return properties_to_string(props)
 
 
 def offset_msg_id(store_host: str, commit_log_offset: int) -> str:
@@ -108,67 +90,40 @@ def decode_offset_msg_id(msg_id: str) -> tuple[str, int]:
 
 
 def decode_records(data: bytes | bytearray | memoryview, *, decompress: bool = True) -> list[StoredMessage]:
-    buf = memoryview(data)
+    """Every record of a pull/view/query body (stops at the first undecodable one, like 4.x clients)."""
     out: list[StoredMessage] = []
-    pos = 0
-    total = len(buf)
-    while total - pos >= _HEAD.size:
-        try:
-            msg, size = _decode_one(buf, pos, decompress)
-        except (struct.error, ValueError, UnicodeDecodeError, zlib.error, OSError):
-            break
-        out.append(msg)
-        pos += size
+    for m in decode_records_lenient(data):
+        body = bytes(m.body)
+        if decompress and m.sys_flag & SYSFLAG_COMPRESSED and body:
+            try:
+                body = decompress_body(body, m.sys_flag)
+            except ProtocolError:
+                pass  # show the stored bytes rather than nothing
+        born_ip, born_port = m.born_host
+        store_ip, store_port = m.store_host
+        out.append(
+            StoredMessage(
+                topic=m.topic,
+                body=body,
+                properties=dict(m.properties),
+                queue_id=m.queue_id,
+                queue_offset=m.queue_offset,
+                commit_log_offset=m.commit_log_offset,
+                sys_flag=m.sys_flag,
+                flag=m.flag,
+                born_timestamp=m.born_timestamp,
+                born_host=_fmt_host(born_ip, born_port),
+                store_timestamp=m.store_timestamp,
+                store_host=_fmt_host(store_ip, store_port),
+                reconsume_times=m.reconsume_times,
+                store_size=m.store_size,
+                body_crc=m.body_crc,
+                prepared_transaction_offset=m.prepared_transaction_offset,
+                offset_msg_id=m.offset_msg_id,
+            )
+        )
     return out
 
 
-def _decode_one(buf: memoryview, start: int, decompress: bool) -> tuple[StoredMessage, int]:
-    size, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts = _HEAD.unpack_from(buf, start)
-    if magic not in (MAGIC_V1, MAGIC_V2) or size <= 0 or start + size > len(buf):
-        raise ValueError("bad record")
-    pos = start + _HEAD.size
-    born_host, pos = _host(buf, pos, bool(sys_flag & SYSFLAG_BORNHOST_V6))
-    (store_ts,) = _I64.unpack_from(buf, pos)
-    pos += 8
-    store_host, pos = _host(buf, pos, bool(sys_flag & SYSFLAG_STOREHOST_V6))
-    (reconsume,) = _I32.unpack_from(buf, pos)
-    (prepared,) = _I64.unpack_from(buf, pos + 4)
-    (body_len,) = _I32.unpack_from(buf, pos + 12)
-    pos += 16
-    if body_len < 0 or pos + body_len > start + size:
-        raise ValueError("bad body length")
-    body = bytes(buf[pos : pos + body_len])
-    pos += body_len
-    if magic == MAGIC_V2:
-        (topic_len,) = _I16.unpack_from(buf, pos)
-        pos += 2
-    else:
-        topic_len = buf[pos]
-        pos += 1
-    topic = bytes(buf[pos : pos + topic_len]).decode()
-    pos += topic_len
-    (props_len,) = _I16.unpack_from(buf, pos)
-    pos += 2
-    props = parse_properties(bytes(buf[pos : pos + props_len]).decode())
-    if decompress and sys_flag & SYSFLAG_COMPRESSED and body:
-        body = zlib.decompress(body)
-    msg = StoredMessage(
-        topic=topic,
-        body=body,
-        properties=props,
-        queue_id=queue_id,
-        queue_offset=queue_offset,
-        commit_log_offset=phys,
-        sys_flag=sys_flag,
-        flag=flag,
-        born_timestamp=born_ts,
-        born_host=born_host,
-        store_timestamp=store_ts,
-        store_host=store_host,
-        reconsume_times=reconsume,
-        store_size=size,
-        body_crc=crc,
-        prepared_transaction_offset=prepared,
-    )
-    msg.offset_msg_id = offset_msg_id(store_host, phys) if not store_host.startswith("[") else ""
-    return msg, size
+def _fmt_host(ip: str, port: int) -> str:
+    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
