@@ -25,11 +25,19 @@ _MESSAGE_NAMES = {
     "create_reply_message",
 }
 _TRANSACTION_NAMES = {"LocalTransactionState", "TransactionSendResult"}
+_CONSUMER_NAMES = {"ConsumeConcurrentlyContext", "ConsumeOrderlyContext"}
 _SYNC_NAMES = {"Producer", "PushConsumer", "LitePullConsumer", "TransactionProducer"}
 
-__all__ = ["__version__", *sorted(_MESSAGE_NAMES), *sorted(_SYNC_NAMES), *sorted(_TRANSACTION_NAMES)]
+__all__ = [
+    "__version__",
+    *sorted(_MESSAGE_NAMES),
+    *sorted(_SYNC_NAMES),
+    *sorted(_TRANSACTION_NAMES),
+    *sorted(_CONSUMER_NAMES),
+]
 
 if TYPE_CHECKING:
+    from rocketq.client.consumer import ConsumeConcurrentlyContext, ConsumeOrderlyContext  # noqa: F401
     from rocketq.client.message import (  # noqa: F401
         ConsumeFromWhere,
         ConsumeOrderlyResult,
@@ -53,6 +61,10 @@ def __getattr__(name: str) -> Any:
         from rocketq.client import message
 
         return getattr(message, name)
+    if name in _CONSUMER_NAMES:
+        from rocketq.client import consumer
+
+        return getattr(consumer, name)
     if name in _TRANSACTION_NAMES:
         from rocketq.client import transaction
 

@@ -2,7 +2,9 @@
 
 from rocketq.client import (
     ClientConfig,
+    ConsumeConcurrentlyContext,
     ConsumeFromWhere,
+    ConsumeOrderlyContext,
     ConsumeOrderlyResult,
     ConsumeResult,
     LitePullConsumer,
@@ -24,7 +26,9 @@ from rocketq.client import (
 
 __all__ = [
     "ClientConfig",
+    "ConsumeConcurrentlyContext",
     "ConsumeFromWhere",
+    "ConsumeOrderlyContext",
     "ConsumeOrderlyResult",
     "ConsumeResult",
     "LitePullConsumer",

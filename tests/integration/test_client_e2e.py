@@ -19,6 +19,7 @@ import pytest
 from tests.helpers.procs import RocketqProcess, free_port, start_rocketq
 
 from rocketq import (
+    ConsumeConcurrentlyContext,
     ConsumeFromWhere,
     ConsumeOrderlyResult,
     ConsumeResult,
@@ -751,3 +752,42 @@ def test_request_reply(cluster: Cluster) -> None:
     finally:
         c.shutdown()
         responder.shutdown()
+
+
+def test_listener_context_ack_index_and_straight_to_dlq(cluster: Cluster) -> None:
+    topic = cluster.topic(queues=1)
+    grp = group()
+    deliveries: list[tuple[bytes, int]] = []
+    lock = threading.Lock()
+
+    def listener(msgs: list, context: ConsumeConcurrentlyContext) -> ConsumeResult:
+        assert context.message_queue.topic in (topic, f"%RETRY%{grp}")
+        with lock:
+            deliveries.extend((m.body, m.reconsume_times) for m in msgs)
+        if any(m.body == b"dead" for m in msgs):
+            context.delay_level_when_next_consume = -1  # no retries: straight to %DLQ%
+            return ConsumeResult.RECONSUME_LATER
+        if len(msgs) == 4 and msgs[0].reconsume_times == 0:
+            context.ack_index = 1  # first two consumed, the last two retried
+        return ConsumeResult.SUCCESS
+
+    with Producer("PG_ctx", namesrv=cluster.namesrv) as p:
+        p.send([Message(topic, b"m%d" % i) for i in range(4)])
+    c = consumer(cluster.namesrv, grp, topic, listener, consume_message_batch_max_size=4)
+    try:
+        wait_until(lambda: len(deliveries) >= 6, 30, "4 deliveries + 2 retries")
+        with Producer("PG_ctx2", namesrv=cluster.namesrv) as p:
+            p.send(Message(topic, b"dead"))
+        wait_until(lambda: any(b == b"dead" for b, _ in deliveries), 30, "dead delivered")
+        time.sleep(2.5)
+    finally:
+        c.shutdown()
+    assert Counter(b for b, _ in deliveries) == Counter({b"m0": 1, b"m1": 1, b"m2": 2, b"m3": 2, b"dead": 1})
+    assert sorted(r for b, r in deliveries if b in (b"m2", b"m3")) == [0, 0, 1, 1]
+    dlq = Collector()
+    d = consumer(cluster.namesrv, group(), f"%DLQ%{grp}", dlq)
+    try:
+        wait_until(lambda: len(dlq) >= 1, 30, "dead in %DLQ%")
+    finally:
+        d.shutdown()
+    assert dlq.bodies() == [b"dead"]

@@ -7,7 +7,7 @@ from .allocate import (
     make_by_config,
     make_consistent_hash,
 )
-from .consumer import PushConsumer
+from .consumer import ConsumeConcurrentlyContext, ConsumeOrderlyContext, PushConsumer
 from .instance import ClientConfig
 from .lite_pull import LitePullConsumer
 from .message import (
@@ -34,7 +34,9 @@ from .transaction import (
 
 __all__ = [
     "ClientConfig",
+    "ConsumeConcurrentlyContext",
     "ConsumeFromWhere",
+    "ConsumeOrderlyContext",
     "ConsumeOrderlyResult",
     "ConsumeResult",
     "LitePullConsumer",

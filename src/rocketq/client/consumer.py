@@ -10,6 +10,7 @@ import inspect
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -60,6 +61,33 @@ PULL_DELAY_ON_EXCEPTION_S = 3.0
 PULL_DELAY_ON_FLOW_CONTROL_S = 0.05
 RECONSUME_LOCAL_DELAY_S = 5.0
 LOCK_INTERVAL_S = 20.0
+
+
+@dataclass(slots=True)
+class ConsumeConcurrentlyContext:
+    """Optional second listener argument: ``ack_index`` (on SUCCESS, messages after it are retried) and
+    ``delay_level_when_next_consume`` (0 = the broker's 3 + reconsumeTimes, -1 = straight to the DLQ)."""
+
+    message_queue: MessageQueue
+    delay_level_when_next_consume: int = 0
+    ack_index: int = 2**31 - 1
+
+
+@dataclass(slots=True)
+class ConsumeOrderlyContext:
+    message_queue: MessageQueue
+    auto_commit: bool = True
+    suspend_current_queue_time_millis: int = -1
+
+
+def _wants_context(listener: Any) -> bool:
+    """fn(msgs) or fn(msgs, context) like Java's consumeMessage(msgs, context)."""
+    try:
+        params = list(inspect.signature(listener).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
 
 
 def _is_success(result: Any) -> bool:
@@ -141,6 +169,7 @@ class PushConsumer:
         self._bg_tasks: set[asyncio.Task[Any]] = set()  # loops and delayed retries
         self._listener: Listener | None = None
         self._listener_is_async = False
+        self._listener_wants_context = False
         self.orderly = False
         self._instance: MQClientInstance | None = None
         self.offset_store: OffsetStore | None = None
@@ -166,6 +195,7 @@ class PushConsumer:
             getattr(listener, "__call__", None)  # noqa: B004
         )
         self.orderly = orderly
+        self._listener_wants_context = _wants_context(listener)
 
     register_message_listener = register_listener
 
@@ -369,7 +399,7 @@ class PushConsumer:
         self._reset_retry_topic([msg])
         t0 = time.monotonic()
         try:
-            result = await self._call_listener([msg])
+            result = await self._call_listener([msg], ConsumeConcurrentlyContext(msg.queue))
             code = (
                 "CR_SUCCESS" if _is_success(result) else ("CR_RETURN_NULL" if result is None else "CR_LATER")
             )
@@ -611,13 +641,14 @@ class PushConsumer:
                 m.topic = origin
             m.properties[PROPERTY_CONSUME_START_TIME] = now
 
-    async def _call_listener(self, msgs: list[MessageExt]) -> Any:
+    async def _call_listener(self, msgs: list[MessageExt], context: Any = None) -> Any:
         listener = self._listener
         assert listener is not None
+        args = (msgs, context) if self._listener_wants_context else (msgs,)
         if self._listener_is_async:
-            return await listener(msgs)
+            return await listener(*args)
         loop = asyncio.get_running_loop()
-        result = await loop.run_in_executor(self._executor, listener, msgs)
+        result = await loop.run_in_executor(self._executor, listener, *args)
         if inspect.isawaitable(result):
             result = await result
         return result
@@ -630,8 +661,9 @@ class PushConsumer:
         async with self._sem:
             if pq.dropped or not self._running:  # shutting down: leave it unconsumed (not committed)
                 return
+            ctx = ConsumeConcurrentlyContext(mq)
             try:
-                result = await self._call_listener(msgs)
+                result = await self._call_listener(msgs, ctx)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -639,19 +671,20 @@ class PushConsumer:
                 result = ConsumeResult.RECONSUME_LATER
         if pq.dropped:
             return
-        ok = _is_success(result)
-        if not ok and self.message_model is MessageModel.CLUSTERING:
+        ack_index = min(ctx.ack_index, len(msgs) - 1) if _is_success(result) else -1
+        failed = msgs[ack_index + 1 :]
+        if failed and self.message_model is MessageModel.CLUSTERING:
             retry_local = []
-            for m in msgs:
-                if not await self.send_message_back(m, 0):
+            for m in failed:
+                if not await self.send_message_back(m, ctx.delay_level_when_next_consume):
                     m.reconsume_times += 1
                     retry_local.append(m)
             if retry_local:
                 done = [m for m in msgs if m not in retry_local]
                 self._spawn(self._consume_later(retry_local, pq, mq), background=True)
                 msgs = done
-        elif not ok:
-            log.warning("broadcasting consume failed, dropping %d message(s) of %s", len(msgs), mq)
+        elif failed:
+            log.warning("broadcasting consume failed, dropping %d message(s) of %s", len(failed), mq)
         offset = pq.remove_messages(msgs)
         if offset >= 0 and not pq.dropped and self.offset_store is not None:
             self.offset_store.update_offset(mq, offset, True)
@@ -749,8 +782,9 @@ class PushConsumer:
                 if not msgs:
                     break
                 self._reset_retry_topic(msgs)
+                octx = ConsumeOrderlyContext(mq)
                 try:
-                    result = await self._call_listener(msgs)
+                    result = await self._call_listener(msgs, octx)
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
@@ -769,7 +803,8 @@ class PushConsumer:
                         for m in msgs:
                             m.reconsume_times += 1
                         pq.make_messages_to_consume_again(msgs)
-                        await asyncio.sleep(suspend_s)
+                        wait_ms = octx.suspend_current_queue_time_millis
+                        await asyncio.sleep(wait_ms / 1000.0 if wait_ms >= 0 else suspend_s)
                         continue
                 if offset >= 0 and self.offset_store is not None:
                     self.offset_store.update_offset(mq, offset, False)
