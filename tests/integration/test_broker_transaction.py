@@ -119,3 +119,37 @@ def test_check_back_commits(cluster):
             assert len(checks) == 1
 
     run(go())
+
+
+def test_batch_halves_are_not_checked_back(cluster):
+    """Halves of a batch transaction (RQ_BATCH_TXN, the Spark sink) are resolved by END_TRANSACTION_BATCH,
+    never by asking a producer; plain halves queued behind them are still checked."""
+    addr = cluster.addr
+
+    async def go():
+        checks = []
+        async with RemotingClient() as c:
+            c.register_processor(C.CHECK_TRANSACTION_STATE, lambda ch, req: checks.append(req) or None)
+            await create_topic(c, addr, "TXB", 1)
+            hb = {"clientID": "txb@1", "consumerDataSet": [], "producerDataSet": [{"groupName": "TXPG"}]}
+            assert (await c.invoke(addr, rq(C.HEART_BEAT, {}, orjson.dumps(hb)))).code == 0
+            props = {"TRAN_MSG": "true", "PGROUP": "TXPG", "UNIQ_KEY": "B-1", "RQ_BATCH_TXN": "job-1"}
+            b = await send(c, addr, "TXB", b"batch-half", props, queue_id=0, group="TXPG", f="4")
+            p = await send_half(c, addr, "TXB", b"plain-half", "B-2")
+            assert b.code == p.code == ResponseCode.SUCCESS
+            for _ in range(40):
+                await asyncio.sleep(0.1)
+                if checks:
+                    break
+            await asyncio.sleep(0.5)
+            checked = {records(x)[0].properties.get("UNIQ_KEY") for x in checks}
+            assert checked == {"B-2"}
+            body = orjson.dumps(
+                {"halves": [[int(b.ext_fields["queueOffset"]), int(b.ext_fields["msgId"][16:], 16)]]}
+            )
+            ext = {"producerGroup": "TXPG", "transactionId": "job-1", "commitOrRollback": "8"}
+            r = await c.invoke(addr, rq(10037, ext, body))
+            assert r.code == ResponseCode.SUCCESS, r.remark
+            assert await bodies(c, addr, "TXB", "GB") == [b"batch-half"]
+
+    run(go())

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 HALF_GROUP = "CID_RMQ_SYS_TRANS"
+PROPERTY_BATCH_TXN = "RQ_BATCH_TXN"  # batch transactions (Spark sink): resolved by transaction/service.py
 OP_TAG = "d"
 BATCH = 32
 STORED = ("PUT_OK", "FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE")
@@ -78,6 +79,7 @@ class TransactionService:
         # committed twice (bounded; insertion ordered)
         self.resolved_ids: dict[str, None] = {}
         self._op_offset = 0
+        self._finished: set[int] = set()  # half offsets >= the committed check offset that need no check
         self._task: asyncio.Task[None] | None = None
         from rocketq.store import MessageToStore
 
@@ -198,33 +200,42 @@ class TransactionService:
         start = max(ctl.offsets.query(HALF_GROUP, TRANS_HALF_TOPIC, 0), 0)
         stop = store.get_max_offset_in_queue(TRANS_HALF_TOPIC, 0)
         now = int(time.time() * 1000)
-        done = start
+        finished = self._finished
         for msg in _read_all(store, TRANS_HALF_TOPIC, start, stop):
             off = msg.queue_offset
+            if off in finished:
+                continue
             if off in self.resolved:
                 self.resolved.discard(off)
-                done = off + 1
+                finished.add(off)
                 continue
             props = msg.properties
+            if PROPERTY_BATCH_TXN in props:
+                finished.add(off)  # batch halves are resolved by the batch transaction service
+                continue
             try:
                 checks = int(props.get(PROPERTY_TRANSACTION_CHECK_TIMES, "0"))
                 immunity_ms = int(props.get(PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS, "0")) * 1000
             except ValueError:
                 checks, immunity_ms = 0, 0
             if now - msg.store_timestamp < max(self.timeout_ms, immunity_ms):
-                break  # too young; later ones are younger still
+                continue  # too young for a check-back
             if props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) in self.resolved_ids:
-                done = off + 1  # resolved through an older copy of this half message
+                finished.add(off)  # resolved through an older copy of this half message
                 continue
             if checks >= self.check_max:
                 log.warning("half message %s dropped after %d checks", msg.offset_msg_id, checks)
-                done = off + 1
+                finished.add(off)
                 continue
             channel = ctl.clients.producer_channel(props.get(PROPERTY_PRODUCER_GROUP, ""))
             if channel is None:
-                break  # producer offline: keep it and try again later
+                continue  # producer offline: keep it and try again later
             self._check_back(channel, msg, checks + 1)
-            done = off + 1
+            finished.add(off)  # the re-appended copy carries on
+        done = start
+        while done in finished:
+            finished.discard(done)
+            done += 1
         if done > start:
             ctl.offsets.commit(HALF_GROUP, TRANS_HALF_TOPIC, 0, done)
 
