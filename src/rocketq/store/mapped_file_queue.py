@@ -94,7 +94,7 @@ class MappedFileQueue:
         for i, n in enumerate(names):
             path = os.path.join(self.store_path, n)
             size = os.path.getsize(path)
-            if size != self.file_size and not (size < self.file_size and i == len(names) - 1):
+            if size != self.file_size and not (size < self.file_size and self._only_empty_after(names, i)):
                 log.error("%s: size %d, expected %d", path, size, self.file_size)
                 for f in files:
                     f.close()
@@ -111,6 +111,14 @@ class MappedFileQueue:
                     f.close()
                 return False
         self.files = files
+        return True
+
+    def _only_empty_after(self, names: list[str], i: int) -> bool:
+        """Segments after names[i] hold nothing (e.g. the preallocated next one)."""
+        for n in names[i + 1 :]:
+            with open(os.path.join(self.store_path, n), "rb") as f:
+                if f.read(8).strip(b"\0"):
+                    return False
         return True
 
     # --- lookup ---

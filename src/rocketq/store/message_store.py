@@ -215,7 +215,10 @@ class MessageStore:
         whose head is missing while the CommitLog still starts at 0 is deleted and rebuilt from the CommitLog
         (it is derived data): that forces a full recovery scan."""
         root = self.config.consume_queue_dir
-        if not os.path.isdir(root):
+        if not os.path.isdir(root) or not os.listdir(root):
+            if self.commit_log.mfq.files:  # all queues gone but messages exist: rebuild them all
+                log.warning("no consume queues on disk: rebuilding them from the CommitLog")
+                self._rebuild_all = True
             return
         cl_starts_at_zero = (
             bool(self.commit_log.mfq.files) and self.commit_log.mfq.files[0].file_from_offset == 0
