@@ -791,3 +791,32 @@ def test_listener_context_ack_index_and_straight_to_dlq(cluster: Cluster) -> Non
     finally:
         d.shutdown()
     assert dlq.bodies() == [b"dead"]
+
+
+def test_broadcasting_offsets_survive_restart_with_named_instance(cluster: Cluster, tmp_path: Path) -> None:
+    topic = cluster.topic(queues=2)
+    grp = group()
+    kw = {
+        "message_model": MessageModel.BROADCASTING,
+        "offset_store_dir": str(tmp_path),
+        "instance_name": "bc1",
+    }
+    with Producer("PG_bcr", namesrv=cluster.namesrv) as p:
+        for i in range(10):
+            p.send(Message(topic, b"a%d" % i))
+        first = Collector()
+        c = consumer(cluster.namesrv, grp, topic, first, **kw)
+        try:
+            wait_until(lambda: len(first) >= 10, 20, "first 10")
+        finally:
+            c.shutdown()  # persists offsets.json
+        for i in range(10):
+            p.send(Message(topic, b"b%d" % i))
+    second = Collector()
+    c = consumer(cluster.namesrv, grp, topic, second, **kw)
+    try:
+        wait_until(lambda: len(second) >= 10, 20, "next 10")
+        time.sleep(1.0)
+    finally:
+        c.shutdown()
+    assert sorted(second.bodies()) == sorted(b"b%d" % i for i in range(10))

@@ -82,9 +82,9 @@ class MQClientInstance:
         self.instance_name = instance_name
         ip = local_ip_str()
         pid = os.getpid()
-        self.client_id = (
-            f"{ip}@{pid}" if instance_name == DEFAULT_INSTANCE_NAME else f"{ip}@{pid}@{instance_name}"
-        )
+        # like buildMQClientId: ip@instanceName, the DEFAULT instance named after the pid; a named instance
+        # keeps its id across restarts (so a broadcasting consumer finds its offsets file again)
+        self.client_id = f"{ip}@{pid}" if instance_name == DEFAULT_INSTANCE_NAME else f"{ip}@{instance_name}"
         self.namesrv_addrs = namesrv_addrs
         self.remoting = RemotingClient()
         self.remoting.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_ids_changed)
@@ -484,7 +484,8 @@ def acquire_instance_for_group(
     table = inst.producers if kind == "producer" else inst.consumers
     n = 1
     while group in table:
-        inst = get_instance(namesrv_addrs, f"{instance_name}#{n}", config)
+        base = str(os.getpid()) if instance_name == DEFAULT_INSTANCE_NAME else instance_name
+        inst = get_instance(namesrv_addrs, f"{base}#{n}", config)
         table = inst.producers if kind == "producer" else inst.consumers
         n += 1
     return inst
