@@ -418,3 +418,108 @@ def test_ali_ons_new_group_last_offset_sees_young_queue_history(standalone: Stan
         consumer.kill()
     got = sorted(m["bodyHead"] for m in consumer.of("msg"))
     assert got == ["new-0", "new-1", "old-0", "old-1", "old-2"], consumer.report()
+
+
+def test_ali_ons_delay_level(standalone: Standalone) -> None:
+    """ali-ons' delayTimeLevel (DELAY property) goes through SCHEDULE_TOPIC_XXXX (levels are 1 s here)."""
+    topic = unique("AliDelay")
+    create_topic(standalone, topic, queues=1)
+    consumer = NodeRun(
+        "consumer.js",
+        {
+            "nameSrv": standalone.namesrv,
+            "group": unique("CGD"),
+            "topic": topic,
+            "expect": 1,
+            "timeoutMs": 40000,
+        },
+    )
+    try:
+        consumer.wait_for("ready", timeout=30)
+        time.sleep(1.5)  # assigned and pulling
+        sent_at = time.time()
+        msg = {"topic": topic, "tags": "T", "body": "delayed", "delayLevel": 3}
+        run_node("producer.js", {"nameSrv": standalone.namesrv, "group": unique("PG"), "messages": [msg]})
+        (got,) = consumer.wait_for("msg", 1, timeout=30)
+        arrived = time.time()
+    finally:
+        consumer.kill()
+    assert got["bodyHead"] == "delayed"
+    # as in RocketMQ: DELAY is cleared on delivery, REAL_TOPIC/REAL_QID remain
+    assert "DELAY" not in got["properties"]
+    assert got["properties"].get("REAL_TOPIC") == topic
+    assert arrived - sent_at >= 0.9, "delivered before its delay"
+
+
+def test_ali_ons_dead_letter_after_max_reconsume_times(standalone: Standalone, admin: MQAdminExt) -> None:
+    """maxReconsumeTimes from ali-ons' send-back header: after it, the message lands in %DLQ%<group>."""
+    topic = unique("AliDlq")
+    group = unique("CGDLQ")
+    create_topic(standalone, topic, queues=1)
+    key = unique("dlqkey")
+    run_node(
+        "producer.js",
+        {
+            "nameSrv": standalone.namesrv,
+            "group": unique("PG"),
+            "messages": [{"topic": topic, "tags": "T", "keys": [key], "body": "DLQ-me"}],
+        },
+    )
+    consumer = NodeRun(
+        "consumer.js",
+        {
+            "nameSrv": standalone.namesrv,
+            "group": group,
+            "topic": topic,
+            "timeoutMs": 40000,
+            "failUntil": {"DLQ": 100},
+            "maxReconsumeTimes": 1,
+        },
+    )
+    dlq = f"%DLQ%{group}"
+    try:
+        consumer.wait_for("msg", 2, timeout=40)  # reconsumeTimes 0 and 1, both failing
+        deadline = time.monotonic() + 20
+        found = []
+        while not found and time.monotonic() < deadline:
+            try:
+                found = admin.query_message(dlq, key)
+            except Exception:
+                found = []
+            time.sleep(0.3)
+    finally:
+        consumer.kill()
+    assert [m["reconsumeTimes"] for m in consumer.of("msg")][:2] == [0, 1], consumer.report()
+    assert found, f"no message with key {key} in {dlq}"
+    assert found[0].body == b"DLQ-me"
+    assert found[0].properties.get("RETRY_TOPIC") == topic or found[0].properties.get("ORIGIN_MESSAGE_ID")
+
+
+def test_ali_ons_broadcasting(standalone: Standalone) -> None:
+    """isBroadcast: every ali-ons consumer of the group gets every message (local offsets)."""
+    topic = unique("AliBc")
+    group = unique("CGBC")
+    create_topic(standalone, topic, queues=2)
+    cfg = {
+        "nameSrv": standalone.namesrv,
+        "group": group,
+        "topic": topic,
+        "expect": 4,
+        "timeoutMs": 40000,
+        "isBroadcast": True,
+    }
+    a = NodeRun("consumer.js", {**cfg, "instanceName": "bc-a"})
+    b = NodeRun("consumer.js", {**cfg, "instanceName": "bc-b"})
+    try:
+        a.wait_for("ready", timeout=30)
+        b.wait_for("ready", timeout=30)
+        time.sleep(1.5)
+        msgs = [{"topic": topic, "tags": "T", "body": f"bc-{i}"} for i in range(4)]
+        run_node("producer.js", {"nameSrv": standalone.namesrv, "group": unique("PG"), "messages": msgs})
+        assert a.wait(60) == 0, a.report()
+        assert b.wait(60) == 0, b.report()
+    finally:
+        a.kill()
+        b.kill()
+    for run in (a, b):
+        assert sorted(m["bodyHead"] for m in run.of("msg")) == [f"bc-{i}" for i in range(4)], run.report()

@@ -1,7 +1,7 @@
 'use strict';
 // Consumes with ali-ons and prints one {"event":"msg",...} line per delivery (including redeliveries).
 // Config: {nameSrv, group, topic, subExpression?, expect, timeoutMs?, failUntil?: {<body prefix>: n},
-//          consumeFromWhere?, rebalanceInterval?}
+//          consumeFromWhere?, rebalanceInterval?, isBroadcast?, maxReconsumeTimes?, instanceName?}
 // A message whose body starts with a key of failUntil makes the handler throw while its reconsumeTimes < n,
 // which drives ali-ons into CONSUMER_SEND_MSG_BACK. The script exits after `expect` successful deliveries
 // (exit 0) or after timeoutMs (exit 3).
@@ -20,6 +20,7 @@ async function main() {
     consumerGroup: cfg.group,
     instanceName: cfg.instanceName || `consumer-${process.pid}`,
     consumeFromWhere: cfg.consumeFromWhere || 'CONSUME_FROM_FIRST_OFFSET',
+    isBroadcast: !!cfg.isBroadcast,
     rebalanceInterval: cfg.rebalanceInterval || 1000,
     // %RETRY%<group> gets its route only after the first heartbeat: poll the NameServer often.
     pollNameServerInteval: cfg.pollNameServerInterval || 1000,
