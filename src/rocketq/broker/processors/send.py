@@ -207,7 +207,8 @@ class SendProcessor:
         result = ctl.store.put_message(msg)
         if result.flush_future is not None and props.get("WAIT") == "false":
             result.flush_future = None  # waitStoreMsgOK=false: answer without waiting for the flush
-        return self._respond(request, result, queue_id)
+        # like RocketMQ the response names the requested queue (not the schedule/half/DLQ queue)
+        return self._respond(request, result, h.queue_id)
 
     def _retry_to_dlq(
         self, request, h: SendMessageRequestHeader, props: dict[str, str], reconsume_times: int
