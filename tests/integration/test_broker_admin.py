@@ -76,6 +76,9 @@ def test_stats_and_connections(cluster):
             r = await c.invoke(addr, rq(C.GET_BROKER_RUNTIME_INFO, {}))
             table = orjson.loads(r.body_bytes)["table"]
             assert table["brokerVersionDesc"] == "V4_9_8" and int(table["bootTimestamp"]) > 0
+            assert int(table["msgPutTotalTodayNow"]) >= 5
+            assert int(table["earliestMessageTimeStamp"]) > 0
+            assert len(table["putTps"].split()) == 3 and "getTransferedTps" in table
             r = await c.invoke(addr, rq(C.GET_ALL_CONSUMER_OFFSET, {}))
             assert orjson.loads(r.body_bytes)["offsetTable"]["ST@CGS"]["0"] == 2
             r = await c.invoke(addr, rq(C.GET_ALL_DELAY_OFFSET, {}))

@@ -19,6 +19,7 @@ from .delay import DelayLevels
 from .long_polling import PullRequestHoldService
 from .namesrv_api import NamesrvApi
 from .offset_manager import ConsumerOffsetManager
+from .stats import BrokerStats
 from .subscription_manager import SubscriptionGroupManager
 from .topic_manager import TopicConfigManager
 
@@ -77,6 +78,7 @@ class BrokerController:
         self._register_again = False
         self._stopped = False
         self.boot_timestamp = int(time.time() * 1000)
+        self.stats = BrokerStats()
 
     @property
     def broker_addr(self) -> str:
@@ -131,6 +133,7 @@ class BrokerController:
             self.cfg.values["listenPort"] = self.server.port
         self.schedule.start()
         self.transactions.start()
+        self.stats.start()
         from .processors.transaction import register as register_batch_transactions
 
         self.batch_transactions = register_batch_transactions(self)  # Spark exactly-once sink commits
@@ -233,6 +236,7 @@ class BrokerController:
             self.schedule.stop()
         if self.transactions is not None:
             self.transactions.stop()
+        self.stats.stop()
         if self.hold is not None:
             self.hold.stop()
         try:

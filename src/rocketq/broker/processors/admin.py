@@ -218,11 +218,21 @@ class AdminProcessor:
             table.update({str(k): str(v) for k, v in ctl.store.runtime_info().items()})
         except Exception:
             pass
+        table.update(ctl.stats.table())
+        earliest = min(
+            (t for t in (ctl.store.get_earliest_message_time(tc.topic_name, q)
+                         for tc in list(ctl.topics.table.values())[:256] for q in range(tc.read_queue_nums))
+             if t > 0),
+            default=0,
+        )  # fmt: skip
         table.update(
             {
+                "earliestMessageTimeStamp": str(earliest),
+                "pageCacheLockTimeMills": "0",
+                "sendThreadPoolQueueSize": "0",
+                "pullThreadPoolQueueSize": "0",
                 "brokerVersionDesc": "V4_9_8",
                 "brokerVersion": "409",
-                "msgPutTotalTodayNow": table.get("putMessageTimesTotal", "0"),
                 "bootTimestamp": str(ctl.boot_timestamp),
                 "brokerName": ctl.cfg["brokerName"],
                 "brokerAddr": ctl.broker_addr,

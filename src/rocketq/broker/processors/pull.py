@@ -120,6 +120,7 @@ class PullProcessor:
         if allow_suspend and h.sys_flag & PullSysFlag.COMMIT_OFFSET and h.commit_offset >= 0:
             ctl.offsets.commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
         if code == _F.SUCCESS:
+            ctl.stats.got += result.message_count
             # The views go straight to the transport; they are dropped (not released) once written,
             # since uvloop may still hold them after writelines() returns.
             return request.response(code, None, ext, result.buffers)

@@ -89,6 +89,7 @@ class SendProcessor:
         self.max_size = cfg["maxMessageSize"]
         self.region = cfg["region"]
         self.trace_on = "true"
+        self.stats = ctl.stats
         self.reject_tx = cfg["rejectTransactionMessage"]
         from rocketq.store import MessageToStore
 
@@ -255,6 +256,7 @@ class SendProcessor:
         return self._ok(request, result, code, queue_id)
 
     def _ok(self, request: RemotingCommand, result, code: int, queue_id: int) -> RemotingCommand:
+        self.stats.put += result.msg_num or 1
         ids = result.msg_ids
         resp = request.response(
             code,

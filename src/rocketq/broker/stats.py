@@ -1,0 +1,81 @@
+"""Broker traffic counters for GET_BROKER_RUNTIME_INFO (mqadmin brokerStatus / clusterList): messages put and
+transferred today and yesterday, and TPS over the last 10 s / 1 min. Counting is one integer add on the hot
+path; sampling runs once a second."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+
+
+class BrokerStats:
+    __slots__ = (
+        "_samples",
+        "_task",
+        "got",
+        "got_today_start",
+        "got_yesterday",
+        "put",
+        "put_today_start",
+        "put_yesterday",
+        "today",
+    )
+
+    def __init__(self) -> None:
+        self.put = 0
+        self.got = 0
+        self.today = time.localtime().tm_yday
+        self.put_today_start = 0
+        self.got_today_start = 0
+        self.put_yesterday = 0
+        self.got_yesterday = 0
+        self._samples: deque[tuple[float, int, int]] = deque(maxlen=61)
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._sample_loop())
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    async def _sample_loop(self) -> None:
+        while True:
+            self.sample()
+            await asyncio.sleep(1.0)
+
+    def sample(self) -> None:
+        self._samples.append((time.monotonic(), self.put, self.got))
+        day = time.localtime().tm_yday
+        if day != self.today:
+            self.today = day
+            self.put_yesterday = self.put - self.put_today_start
+            self.got_yesterday = self.got - self.got_today_start
+            self.put_today_start, self.got_today_start = self.put, self.got
+
+    def _tps(self, window_s: float) -> tuple[float, float]:
+        if not self._samples:
+            return 0.0, 0.0
+        now = time.monotonic()
+        base = self._samples[0]
+        for s in self._samples:
+            if now - s[0] <= window_s:
+                base = s
+                break
+        dt = max(now - base[0], 1e-3)
+        return (self.put - base[1]) / dt, (self.got - base[2]) / dt
+
+    def table(self) -> dict[str, str]:
+        put10, got10 = self._tps(10)
+        put60, got60 = self._tps(60)
+        return {
+            "msgPutTotalTodayNow": str(self.put - self.put_today_start),
+            "msgGetTotalTodayNow": str(self.got - self.got_today_start),
+            "msgPutTotalYesterdayMorning": str(self.put_yesterday),
+            "msgGetTotalYesterdayMorning": str(self.got_yesterday),
+            "msgPutTotalTodayMorning": str(self.put_today_start),
+            "msgGetTotalTodayMorning": str(self.got_today_start),
+            "putTps": f"{put10:.2f} {put60:.2f} {put60:.2f}",
+            "getTransferedTps": f"{got10:.2f} {got60:.2f} {got60:.2f}",
+        }
