@@ -174,13 +174,11 @@ class LatencyFaultTolerance:
         return min(self._items.items(), key=lambda kv: (kv[1][1], kv[1][0]))[0]
 
     def select(self, info: TopicPublishInfo, last_broker_name: str | None) -> MessageQueue:
+        # a retry avoids the previous broker unless it is the only one
+        avoid = last_broker_name if last_broker_name is not None and len(self._brokers(info)) > 1 else None
         for _ in range(len(info.queues)):
             mq = info.next_queue()
-            if self.is_available(mq.broker_name) and (
-                last_broker_name is None
-                or mq.broker_name != last_broker_name
-                or len(self._brokers(info)) == 1
-            ):
+            if mq.broker_name != avoid and self.is_available(mq.broker_name):
                 return mq
         best = self.pick_one_at_least()
         if best is not None:
