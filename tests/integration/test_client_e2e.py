@@ -820,3 +820,26 @@ def test_broadcasting_offsets_survive_restart_with_named_instance(cluster: Clust
     finally:
         c.shutdown()
     assert sorted(second.bodies()) == sorted(b"b%d" % i for i in range(10))
+
+
+def test_route_refresh_picks_up_new_queues(cluster: Cluster) -> None:
+    topic = cluster.topic(queues=2)
+    quick = ClientConfig(
+        rebalance_interval=1.0, poll_name_server_interval=1.0, persist_consumer_offset_interval=1.0
+    )
+    got = Collector()
+    c = consumer(cluster.namesrv, group(), topic, got, client_config=quick)
+    try:
+        with Producer("PG_route", namesrv=cluster.namesrv, client_config=quick) as p:
+            assert {p.send(Message(topic, b"x")).queue.queue_id for _ in range(8)} == {0, 1}
+            cluster.admin("updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", "4", "-w", "4")
+            wait_until(
+                lambda: len([q for q in c.assigned_queues() if q.topic == topic]) == 4,
+                20,
+                "consumer sees 4 queues",
+            )
+            used = {p.send(Message(topic, b"y")).queue.queue_id for _ in range(16)}
+            assert used == {0, 1, 2, 3}
+        wait_until(lambda: len(got) >= 24, 20, "all 24 messages")
+    finally:
+        c.shutdown()
