@@ -237,7 +237,7 @@ class PushConsumer:
             except Exception as exc:
                 log.warning("route of %s: %s", topic, exc)
         await inst.send_heartbeat_all()
-        if self.orderly:
+        if self._needs_locks:
             self._spawn(self._lock_loop(), background=True)
         inst.rebalance_immediately()
 
@@ -268,7 +268,7 @@ class PushConsumer:
             t.cancel()
         with contextlib.suppress(Exception):
             await self.persist_consumer_offset()
-        if self.orderly and inst is not None:
+        if self._needs_locks and inst is not None:
             with contextlib.suppress(Exception):
                 await self._unlock_all()
         for pq in self._pqs.values():
@@ -294,6 +294,11 @@ class PushConsumer:
 
     def resume(self) -> None:
         self._paused = False
+
+    @property
+    def _needs_locks(self) -> bool:
+        """Orderly clustering consumers lock their queues on the broker; broadcasting ones do not."""
+        return self.orderly and self.message_model is MessageModel.CLUSTERING
 
     def _spawn(self, coro: Any, background: bool = False) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coro)
@@ -499,7 +504,7 @@ class PushConsumer:
                 changed = True
         assert self.offset_store is not None
         new_mqs = sorted(mq for mq in allocated if mq not in self._pqs)
-        if self.orderly and new_mqs:
+        if self._needs_locks and new_mqs:
             locked = await self._lock(new_mqs)
             new_mqs = [mq for mq in new_mqs if mq in locked]
         for mq in new_mqs:
@@ -527,7 +532,7 @@ class PushConsumer:
         with contextlib.suppress(Exception):
             await self.offset_store.persist(mq)
         self.offset_store.remove_offset(mq)
-        if self.orderly:
+        if self._needs_locks:
             with contextlib.suppress(Exception):
                 addr = self.instance.find_broker_addr(mq.broker_name)
                 if addr:
@@ -773,7 +778,7 @@ class PushConsumer:
             await wakeup.wait()
             wakeup.clear()
             while self._running and not pq.dropped:
-                if not pq.locked or pq.is_lock_expired():
+                if self._needs_locks and (not pq.locked or pq.is_lock_expired()):
                     await asyncio.sleep(0.1)
                     if pq.is_lock_expired():
                         await self._lock([mq])
