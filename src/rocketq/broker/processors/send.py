@@ -91,9 +91,10 @@ class SendProcessor:
         self.trace_on = "true"
         self.stats = ctl.stats
         self.reject_tx = cfg["rejectTransactionMessage"]
-        from rocketq.store import MessageToStore
+        from rocketq.store import MessageToStore, PutMessageStatus
 
         self.MessageToStore = MessageToStore
+        self.PUT_OK = PutMessageStatus.PUT_OK
 
     def register(self, server) -> None:
         server.register_processor(RequestCode.SEND_MESSAGE, self.process)
@@ -173,7 +174,6 @@ class SendProcessor:
         props[PROPERTY_CLUSTER] = self.cluster
         sys_flag = h.sys_flag
         tags_code = None
-        now_ms = int(time.time() * 1000)
         if (
             props.get(PROPERTY_TRANSACTION_PREPARED) == "true"
             or (sys_flag & TRANSACTION_TYPE_MASK) == TRANSACTION_PREPARED_TYPE
@@ -190,7 +190,7 @@ class SendProcessor:
             # stored as a plain message of the half topic so it is dispatched and can be checked
             sys_flag &= ~TRANSACTION_TYPE_MASK
         elif PROPERTY_DELAY_TIME_LEVEL in props:
-            moved = ctl.delay_levels.redirect(props, topic, queue_id, now_ms)
+            moved = ctl.delay_levels.redirect(props, topic, queue_id, int(time.time() * 1000))
             if moved is not None:
                 topic, queue_id, _ = moved  # the store derives the delivery time (tags code)
         msg = self.MessageToStore(
@@ -237,6 +237,8 @@ class SendProcessor:
         return None
 
     def _respond(self, request: RemotingCommand, result, queue_id: int):
+        if result.status is self.PUT_OK and result.flush_future is None:  # the common case
+            return self._ok(request, result, ResponseCode.SUCCESS, queue_id)
         err = put_status_response(request, result)
         if err is not None:
             return err
