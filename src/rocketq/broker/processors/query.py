@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from ..controller import BrokerController
 
 DEFAULT_QUERY_MAX_NUM = 32
-MAX_QUERY_NUM = 64 * 1024
+MAX_QUERY_NUM = 64  # maxMsgsNumBatch
 
 
 class QueryProcessor:
