@@ -16,6 +16,7 @@ from tests.integration.broker_support import (
     BROKER_BOOT,
     create_topic,
     pull,
+    pull_ext,
     records,
     run,
     send,
@@ -86,6 +87,10 @@ def test_invalid_input_gets_clear_codes(cluster):
             assert p.code == ResponseCode.PULL_OFFSET_MOVED
             p = await pull(c, addr, "CGB", "OK", -1, 0)
             assert p.code == ResponseCode.SYSTEM_ERROR
+            # SQL92 subscriptions are refused (not silently delivered unfiltered)
+            req = rq(C.PULL_MESSAGE, {**pull_ext("CGB", "OK", 0, 0, sub="a > 1"), "expressionType": "SQL92"})
+            p = await c.invoke(addr, req)
+            assert p.code == ResponseCode.SYSTEM_ERROR and "SQL92" in p.remark
             # invalid group names are refused, nothing is persisted for them
             p = await pull(c, addr, "bad group!", "OK", 0, 0)
             assert p.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST

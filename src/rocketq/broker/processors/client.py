@@ -120,8 +120,8 @@ class ClientProcessor:
             data = {}
         sub = data.get("subscriptionData") if isinstance(data, dict) else None
         expr = sub.get("expressionType") if isinstance(sub, dict) else None
-        if expr and expr != "TAG" and not self.ctl.cfg["enablePropertyFilter"]:
+        if expr and expr != "TAG":  # SQL92 property filtering is not implemented
             return request.response(
-                ResponseCode.SYSTEM_ERROR, "The broker does not support consumer to filter message by SQL92"
+                ResponseCode.SYSTEM_ERROR, f"The broker does not support consumer to filter message by {expr}"
             )
         return request.response(ResponseCode.SUCCESS)

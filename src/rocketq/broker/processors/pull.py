@@ -28,6 +28,13 @@ _STATUS = {
 }
 
 
+def _no_sql(request: RemotingCommand, expression_type: str | None) -> RemotingCommand:
+    # SQL92 property filtering is not implemented: refuse rather than deliver unfiltered messages
+    return request.response(
+        _F.SYSTEM_ERROR, f"The broker does not support consumer to filter message by {expression_type}"
+    )
+
+
 class PullProcessor:
     def __init__(self, ctl: BrokerController) -> None:
         self.ctl = ctl
@@ -46,11 +53,8 @@ class PullProcessor:
     def _subscription(self, request, h: PullMessageRequestHeader):
         """(SubscriptionData | None, error response | None)."""
         if h.sys_flag & PullSysFlag.SUBSCRIPTION:
-            sql = h.expression_type not in (None, "", "TAG")
-            if sql and not self.ctl.cfg["enablePropertyFilter"]:
-                return None, request.response(
-                    _F.SUBSCRIPTION_PARSE_FAILED, "The broker does not support filtering messages by SQL92"
-                )
+            if h.expression_type not in (None, "", "TAG"):
+                return None, _no_sql(request, h.expression_type)
             return SubscriptionData.build(h.topic, h.subscription, h.sub_version, h.expression_type), None
         cgi = self.ctl.clients.get_consumer_group(h.consumer_group)
         if cgi is None:
@@ -62,6 +66,8 @@ class PullProcessor:
             return None, request.response(
                 _F.SUBSCRIPTION_NOT_EXIST, f"the consumer's subscription not exist, group: {h.consumer_group}"
             )
+        if sd.expression_type != "TAG":
+            return None, _no_sql(request, sd.expression_type)
         if sd.sub_version < h.sub_version:
             return None, request.response(
                 _F.SUBSCRIPTION_NOT_LATEST,
