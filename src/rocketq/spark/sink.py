@@ -50,7 +50,7 @@ _BATCH_HEAD = struct.Struct(">iiiii")
 _I16 = struct.Struct(">h")
 # prepared halves stay invisible to the broker's check-back for this long; an uncommitted batch half older
 # than this is an orphan and is rolled back by the broker
-DEFAULT_HALF_TIMEOUT_S = 900
+DEFAULT_HALF_TIMEOUT_S = 300
 
 _STR = (StringType,)
 _COLUMNS: dict[str, tuple[type, ...]] = {

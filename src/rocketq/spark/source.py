@@ -62,6 +62,8 @@ def _loss(o: SourceOptions, q: Queue, frm: int, to: int, why: str) -> None:
 
 def read_range(o: SourceOptions, p: RocketMQInputPartition) -> Iterator[Any]:
     """Pull [start, end) of one queue, following nextBeginOffset through tag-filter gaps."""
+    if not isinstance(p, RocketMQInputPartition):
+        return  # Spark plans one placeholder partition when partitions() returned none
     io = get_io(o.namesrv)
     q: Queue = (p.topic, p.broker, p.queue_id)
     b = BatchBuilder(p.topic, p.broker, p.queue_id)

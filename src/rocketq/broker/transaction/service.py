@@ -123,7 +123,7 @@ class TransactionalMessageService:
 
     def end_one(self, half_qoff: int, phys: int, decision: int, pgroup: str | None) -> int:
         """Commit or roll back one half through the broker's END_TRANSACTION processing."""
-        if half_qoff in self.done:
+        if half_qoff in self.done or half_qoff < self.check_from:  # below check_from: all resolved
             return EndResult.ALREADY
         tx = getattr(self.ctl, "transactions", None)
         if tx is not None and hasattr(tx, "end_transaction"):
