@@ -12,6 +12,7 @@ from tests.integration.broker_support import (
     create_topic,
     heartbeat,
     pull,
+    pull_ext,
     records,
     run,
     send,
@@ -30,7 +31,7 @@ rq = RemotingCommand.request
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = start_cluster(tmp_path_factory.mktemp("broker-basic"))
+    c = start_cluster(tmp_path_factory.mktemp("broker-basic"), enablePropertyFilter="true")
     yield c
     c.stop()
 
@@ -311,5 +312,37 @@ def test_heartbeat_consumer_list_and_notify(cluster):
         await asyncio.sleep(0.3)
         r = await call(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "CGHB"})
         assert r.code == ResponseCode.SYSTEM_ERROR
+
+    run(go())
+
+
+def test_sql92_filtering(cluster):
+    addr = cluster.addr
+
+    async def go():
+        async with RemotingClient() as c:
+            await create_topic(c, addr, "SQL", 1)
+            for i in range(1, 11):
+                props = {"a": str(i), "TAGS": "even" if i % 2 == 0 else "odd"}
+                assert (await send(c, addr, "SQL", b"m%d" % i, props, queue_id=0)).code == 0
+
+            async def sql_pull(expr: str, offset: int = 0):
+                ext = {**pull_ext("CGSQL", "SQL", 0, offset, sub=expr), "expressionType": "SQL92"}
+                return await c.invoke(addr, rq(C.PULL_MESSAGE, ext))
+
+            p = await sql_pull("a > 5 AND TAGS = 'even'")
+            assert p.code == ResponseCode.SUCCESS
+            assert [bytes(m.body) for m in records(p)] == [b"m6", b"m8", b"m10"]
+            p = await sql_pull("a > 100")
+            assert p.code == ResponseCode.PULL_RETRY_IMMEDIATELY
+            assert p.ext_fields["nextBeginOffset"] == "10"
+            p = await sql_pull("a >")
+            assert p.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
+            body = {"subscriptionData": {"topic": "SQL", "subString": "a >", "expressionType": "SQL92"}}
+            r = await c.invoke(addr, rq(C.CHECK_CLIENT_CONFIG, {}, orjson.dumps(body)))
+            assert r.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
+            body["subscriptionData"]["subString"] = "a BETWEEN 2 AND 3"
+            r = await c.invoke(addr, rq(C.CHECK_CLIENT_CONFIG, {}, orjson.dumps(body)))
+            assert r.code == ResponseCode.SUCCESS
 
     run(go())

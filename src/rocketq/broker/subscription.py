@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from rocketq.protocol.frame import ProtocolError
+from rocketq.protocol.record import decode_record
+
+from .sql92 import compile_sql
 
 SUB_ALL = "*"
 
@@ -36,7 +42,7 @@ class SubscriptionData:
         cls, topic: str, sub_string: str | None, sub_version: int = 0, expression_type: str | None = None
     ):
         sub = (sub_string or "").strip() or SUB_ALL
-        sd = cls(topic, sub, sub_version=sub_version, expression_type=expression_type or "TAG")
+        sd = cls(topic, sub, sub_version=sub_version, expression_type=(expression_type or "TAG").upper())
         if sd.expression_type == "TAG" and sub != SUB_ALL:
             for tag in sub.split("||"):
                 tag = tag.strip()
@@ -89,8 +95,44 @@ class TagFilter:
         return True
 
 
-def filter_for(sd: SubscriptionData | None) -> TagFilter | None:
-    """None means 'everything matches' (no filter work in the store)."""
-    if sd is None or sd.class_filter_mode or sd.expression_type != "TAG" or sd.sub_string == SUB_ALL:
+class SqlFilter:
+    """MessageFilter for SQL92 subscriptions: evaluated on the record's properties (no bloom filter)."""
+
+    __slots__ = ("matches",)
+
+    def __init__(self, matches: Callable[[dict[str, str]], bool]) -> None:
+        self.matches = matches
+
+    def is_matched_by_consume_queue(self, tags_code: int | None) -> bool:
+        return True
+
+    def is_matched_by_commit_log(self, record: memoryview) -> bool:
+        try:
+            return self.matches(decode_record(record).properties)
+        except ProtocolError:
+            return False
+
+
+_sql_cache: dict[str, SqlFilter] = {}
+
+
+def sql_filter(expression: str) -> SqlFilter:
+    """Compiled (and cached) SQL92 filter; raises SqlError."""
+    f = _sql_cache.get(expression)
+    if f is None:
+        if len(_sql_cache) > 1024:
+            _sql_cache.clear()
+        f = _sql_cache[expression] = SqlFilter(compile_sql(expression))
+    return f
+
+
+def filter_for(sd: SubscriptionData | None) -> TagFilter | SqlFilter | None:
+    """None means 'everything matches' (no filter work in the store). SQL92 subscriptions raise SqlError
+    when the expression does not compile."""
+    if sd is None or sd.class_filter_mode:
+        return None
+    if sd.expression_type == "SQL92":
+        return sql_filter(sd.sub_string)
+    if sd.expression_type != "TAG" or sd.sub_string == SUB_ALL:
         return None
     return TagFilter(sd.code_set)

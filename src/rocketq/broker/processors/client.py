@@ -14,7 +14,8 @@ from rocketq.protocol.properties import RETRY_GROUP_TOPIC_PREFIX
 from rocketq.remoting import Channel
 
 from ..client_manager import ClientChannelInfo
-from ..subscription import SubscriptionData
+from ..sql92 import SqlError
+from ..subscription import SubscriptionData, sql_filter
 from ..validation import check_name
 
 if TYPE_CHECKING:
@@ -120,8 +121,16 @@ class ClientProcessor:
             data = {}
         sub = data.get("subscriptionData") if isinstance(data, dict) else None
         expr = sub.get("expressionType") if isinstance(sub, dict) else None
-        if expr and expr != "TAG":  # SQL92 property filtering is not implemented
-            return request.response(
-                ResponseCode.SYSTEM_ERROR, f"The broker does not support consumer to filter message by {expr}"
-            )
+        if expr and expr != "TAG":
+            if not self.ctl.cfg["enablePropertyFilter"]:
+                return request.response(
+                    ResponseCode.SYSTEM_ERROR,
+                    f"The broker does not support consumer to filter message by {expr}",
+                )
+            try:
+                sql_filter(str(sub.get("subString") or ""))
+            except SqlError as exc:
+                return request.response(
+                    ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"bad SQL92 expression: {exc}"
+                )
         return request.response(ResponseCode.SUCCESS)

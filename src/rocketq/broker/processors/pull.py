@@ -9,6 +9,7 @@ from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import PullMessageRequestHeader, PullSysFlag
 from rocketq.remoting import Channel
 
+from ..sql92 import SqlError
 from ..subscription import SubscriptionData, filter_for
 from ..validation import check_name
 
@@ -29,7 +30,7 @@ _STATUS = {
 
 
 def _no_sql(request: RemotingCommand, expression_type: str | None) -> RemotingCommand:
-    # SQL92 property filtering is not implemented: refuse rather than deliver unfiltered messages
+    # enablePropertyFilter=false: refuse rather than deliver unfiltered messages
     return request.response(
         _F.SYSTEM_ERROR, f"The broker does not support consumer to filter message by {expression_type}"
     )
@@ -40,6 +41,7 @@ class PullProcessor:
         self.ctl = ctl
         self.long_polling = ctl.cfg["longPollingEnable"]
         self.short_polling_s = ctl.cfg["shortPollingTimeMills"] / 1000.0
+        self.property_filter = ctl.cfg["enablePropertyFilter"]
 
     def register(self, server) -> None:
         server.register_processor(RequestCode.PULL_MESSAGE, self.process)
@@ -53,7 +55,7 @@ class PullProcessor:
     def _subscription(self, request, h: PullMessageRequestHeader):
         """(SubscriptionData | None, error response | None)."""
         if h.sys_flag & PullSysFlag.SUBSCRIPTION:
-            if h.expression_type not in (None, "", "TAG"):
+            if h.expression_type not in (None, "", "TAG") and not self.property_filter:
                 return None, _no_sql(request, h.expression_type)
             return SubscriptionData.build(h.topic, h.subscription, h.sub_version, h.expression_type), None
         cgi = self.ctl.clients.get_consumer_group(h.consumer_group)
@@ -66,7 +68,7 @@ class PullProcessor:
             return None, request.response(
                 _F.SUBSCRIPTION_NOT_EXIST, f"the consumer's subscription not exist, group: {h.consumer_group}"
             )
-        if sd.expression_type != "TAG":
+        if sd.expression_type != "TAG" and not self.property_filter:
             return None, _no_sql(request, sd.expression_type)
         if sd.sub_version < h.sub_version:
             return None, request.response(
@@ -108,9 +110,19 @@ class PullProcessor:
         sd, err = self._subscription(request, h)
         if err is not None:
             return err
+        if sd is not None and sd.expression_type not in ("TAG", "SQL92"):
+            return request.response(
+                _F.SUBSCRIPTION_PARSE_FAILED, f"unknown expressionType {sd.expression_type}"
+            )
+        try:
+            msg_filter = filter_for(sd)
+        except SqlError as exc:
+            return request.response(
+                _F.SUBSCRIPTION_PARSE_FAILED, f"parse the consumer's subscription failed: {exc}"
+            )
         max_nums = h.max_msg_nums if 0 < h.max_msg_nums <= 1024 else 32
         result = ctl.store.get_message(
-            h.consumer_group, h.topic, h.queue_id, h.queue_offset, max_nums, filter_for(sd)
+            h.consumer_group, h.topic, h.queue_id, h.queue_offset, max_nums, msg_filter
         )
         status = result.status.name
         code = _STATUS.get(status)
