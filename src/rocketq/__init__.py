@@ -25,7 +25,7 @@ _MESSAGE_NAMES = {
     "create_reply_message",
 }
 _TRANSACTION_NAMES = {"LocalTransactionState", "TransactionSendResult"}
-_CONSUMER_NAMES = {"ConsumeConcurrentlyContext", "ConsumeOrderlyContext"}
+_CONSUMER_NAMES = {"ConsumeConcurrentlyContext", "ConsumeOrderlyContext", "MessageSelector"}
 _SYNC_NAMES = {"Producer", "PushConsumer", "LitePullConsumer", "TransactionProducer"}
 
 __all__ = [
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
         SendStatus,
         create_reply_message,
     )
+    from rocketq.client.subscription import MessageSelector  # noqa: F401
     from rocketq.client.sync import LitePullConsumer, Producer, PushConsumer, TransactionProducer  # noqa: F401
     from rocketq.client.transaction import LocalTransactionState, TransactionSendResult  # noqa: F401
 

@@ -28,6 +28,7 @@ from rocketq import (
     Message,
     MessageModel,
     MessageQueue,
+    MessageSelector,
     MQBrokerError,
     MQClientError,
     Producer,
@@ -71,6 +72,7 @@ def start_cluster(home: Path, extra: dict[str, str] | None = None) -> Cluster:
     conf = {
         "messageDelayLevel": DELAY_LEVELS,
         "flushDiskType": "ASYNC_FLUSH",
+        "enablePropertyFilter": "true",
         # quick transaction check-back
         "transactionTimeOut": "1000",
         "transactionCheckInterval": "1000",
@@ -843,3 +845,21 @@ def test_route_refresh_picks_up_new_queues(cluster: Cluster) -> None:
         wait_until(lambda: len(got) >= 24, 20, "all 24 messages")
     finally:
         c.shutdown()
+
+
+def test_sql92_subscription(cluster: Cluster) -> None:
+    topic = cluster.topic(queues=2)
+    with Producer("PG_sql", namesrv=cluster.namesrv) as p:
+        for i in range(10):
+            p.send(Message(topic, b"s%d" % i, tags="TagA" if i % 2 else "TagB", properties={"a": str(i)}))
+    got = Collector()
+    c = consumer(cluster.namesrv, group(), topic, got, MessageSelector.by_sql("a > 5 AND TAGS = 'TagA'"))
+    try:
+        wait_until(lambda: len(got) >= 2, 20, "SQL92-selected messages")
+        time.sleep(1.0)
+    finally:
+        c.shutdown()
+    assert sorted(got.bodies()) == [b"s7", b"s9"]
+    # a broken expression is refused at start (CHECK_CLIENT_CONFIG), like RocketMQ's checkClientInBroker
+    with pytest.raises(MQClientError):
+        consumer(cluster.namesrv, group(), topic, Collector(), MessageSelector.by_sql("a >>> ("))

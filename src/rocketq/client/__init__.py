@@ -25,6 +25,7 @@ from .message import (
     create_reply_message,
 )
 from .producer import Producer
+from .subscription import MessageSelector
 from .transaction import (
     LocalTransactionState,
     TransactionListener,
@@ -47,6 +48,7 @@ __all__ = [
     "MessageExt",
     "MessageModel",
     "MessageQueue",
+    "MessageSelector",
     "Producer",
     "PushConsumer",
     "SendResult",

@@ -159,6 +159,13 @@ class MQClientAPI:
         if resp.code != ResponseCode.SUCCESS:
             raise MQBrokerError(resp.code, resp.remark, addr)
 
+    async def check_client_config(self, addr: str, group: str, client_id: str, sub: dict[str, Any]) -> None:
+        """CHECK_CLIENT_CONFIG: does the broker accept this (SQL92) subscription?"""
+        body = orjson.dumps({"clientId": client_id, "group": group, "subscriptionData": sub})
+        resp = await self.invoke(addr, RemotingCommand.request(RequestCode.CHECK_CLIENT_CONFIG, {}, body))
+        if resp.code != ResponseCode.SUCCESS:
+            raise MQBrokerError(resp.code, resp.remark, addr)
+
     # -- broker: orderly -------------------------------------------------------------------------
     async def lock_batch_mq(
         self, addr: str, group: str, client_id: str, mqs: Sequence[MessageQueue]

@@ -38,6 +38,7 @@ from .message import (
     MessageExt,
     MessageModel,
     MessageQueue,
+    MQBrokerError,
     MQClientError,
     retry_topic,
 )
@@ -51,7 +52,7 @@ from .pull import (
     build_pull_request,
     process_pull_response,
 )
-from .subscription import SubscriptionData
+from .subscription import EXPRESSION_TAG, MessageSelector, SubscriptionData
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +181,8 @@ class PushConsumer:
         self._rebalance_lock = asyncio.Lock()
 
     # -- configuration ---------------------------------------------------------------------------
-    def subscribe(self, topic: str, expression: str | None = "*") -> None:
+    def subscribe(self, topic: str, expression: str | MessageSelector | None = "*") -> None:
+        """``expression``: "*", "TagA || TagB", or a MessageSelector (by_tag / by_sql)."""
         self._subs[topic] = SubscriptionData.build(topic, expression)
         if self._running and self._instance is not None:
             self._spawn(self._after_subscription_change(), background=True)
@@ -236,10 +238,32 @@ class PushConsumer:
                 await inst.update_topic_route(topic)
             except Exception as exc:
                 log.warning("route of %s: %s", topic, exc)
+        await self._check_filters()
         await inst.send_heartbeat_all()
         if self._needs_locks:
             self._spawn(self._lock_loop(), background=True)
         inst.rebalance_immediately()
+
+    async def _check_filters(self) -> None:
+        """SQL92 subscriptions: ask every broker of the topic whether it can filter (checkClientInBroker)."""
+        inst = self.instance
+        for topic, sub in self._subs.items():
+            if sub.expression_type == EXPRESSION_TAG:
+                continue
+            route = inst.routes.get(topic)
+            for bd in route.broker_datas if route else ():
+                addr = bd.broker_addrs.get("0")
+                if addr is None:
+                    continue
+                try:
+                    await inst.api.check_client_config(addr, self.group, inst.client_id, sub.to_json())
+                except MQBrokerError as exc:
+                    await self.shutdown()
+                    raise MQClientError(
+                        exc.code,
+                        f"check client in broker error, maybe because you use {sub.expression_type} "
+                        f"filter, but server has not been upgraded/enabled: {exc.remark}",
+                    ) from exc
 
     async def _after_subscription_change(self) -> None:
         inst = self._instance

@@ -8,6 +8,24 @@ from typing import Any
 
 SUB_ALL = "*"
 EXPRESSION_TAG = "TAG"
+EXPRESSION_SQL92 = "SQL92"
+
+
+@dataclass(frozen=True, slots=True)
+class MessageSelector:
+    """MessageSelector.bySql / byTag: ``consumer.subscribe("T", MessageSelector.by_sql("a > 5"))``.
+    SQL92 needs ``enablePropertyFilter=true`` on the broker and is filtered there only."""
+
+    expression_type: str
+    expression: str
+
+    @classmethod
+    def by_sql(cls, sql: str) -> MessageSelector:
+        return cls(EXPRESSION_SQL92, sql)
+
+    @classmethod
+    def by_tag(cls, tags: str) -> MessageSelector:
+        return cls(EXPRESSION_TAG, tags)
 
 
 def java_string_hash(s: str) -> int:
@@ -29,7 +47,14 @@ class SubscriptionData:
     expression_type: str = EXPRESSION_TAG
 
     @classmethod
-    def build(cls, topic: str, expression: str | None) -> SubscriptionData:
+    def build(cls, topic: str, expression: str | MessageSelector | None) -> SubscriptionData:
+        if isinstance(expression, MessageSelector):
+            if expression.expression_type == EXPRESSION_SQL92:
+                sql = expression.expression.strip()
+                if not sql:
+                    raise ValueError("empty SQL92 expression")
+                return cls(topic, sql, expression_type=EXPRESSION_SQL92)
+            expression = expression.expression
         expr = (expression or "").strip()
         if not expr or expr == SUB_ALL:
             return cls(topic, SUB_ALL)
