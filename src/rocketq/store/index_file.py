@@ -243,8 +243,8 @@ class IndexFile:
 
     def verify(self, full: bool = True) -> int:
         """Check the header and (full=True) every entry; return the number of the first bad entry, or
-        index_count
-        when all are good. Raises IndexCorruptError when the header itself is unusable."""
+        index_count when all are good. Raises IndexCorruptError when the header itself is unusable.
+        An all-zero entry is bad: it is what an entry that never reached the disk looks like."""
         n, num = self.index_count, self.index_num
         if not (1 <= n <= num):
             raise IndexCorruptError(f"{self.path}: indexCount {n} out of [1, {num}]")
@@ -258,20 +258,21 @@ class IndexFile:
             return 1
         first = self.entry(1)[1]
         last = self.entry(n - 1)[1]
-        if (first != self.begin_phy_offset or last != self.end_phy_offset) and not full:
-            raise IndexCorruptError(f"{self.path}: header offsets disagree with entries")
         if not full:
+            if first != self.begin_phy_offset or last != self.end_phy_offset:
+                raise IndexCorruptError(f"{self.path}: header offsets disagree with entries")
             return n
+        if first != self.begin_phy_offset:
+            return 1
         max_diff = (self.end_timestamp - self.begin_timestamp) // 1000
         prev_phy = self.begin_phy_offset
-        entries = memoryview(self._mm)[
-            self._entries_base + INDEX_ENTRY_SIZE : self._entries_base + n * INDEX_ENTRY_SIZE
-        ]
+        base = self._entries_base
+        entries = memoryview(self._mm)[base + INDEX_ENTRY_SIZE : base + n * INDEX_ENTRY_SIZE]
         try:
             for i, (h, phy, diff, prev) in enumerate(_ENTRY.iter_unpack(entries), 1):
                 if h < 0 or phy < prev_phy or phy > self.end_phy_offset or not (0 <= diff <= max_diff):
                     return i
-                if prev < 0 or prev >= i:
+                if prev < 0 or prev >= i or (h == 0 and phy == 0 and diff == 0 and prev == 0):
                     return i
                 prev_phy = phy
         finally:
@@ -342,6 +343,18 @@ class IndexFile:
             self.end_timestamp = self.begin_timestamp
         self._write_header()
         self._flushed_count = -1
+
+    def tail_hashes(self, phy_offset: int) -> set[int]:
+        """Key hashes of the newest entries that point at phy_offset."""
+        out = set()
+        i = self.index_count - 1
+        while i >= 1:
+            h, phy, _, _ = self.entry(i)
+            if phy != phy_offset:
+                break
+            out.add(h)
+            i -= 1
+        return out
 
     def first_entry_at_or_after(self, phy_offset: int) -> int:
         """Number of the first entry with phyOffset >= phy_offset (entries are in CommitLog order)."""
@@ -423,6 +436,8 @@ class IndexService:
                 f = IndexFile(path, self.hash_slot_num, self.index_num, create=False)
                 is_last = i == len(names) - 1
                 good = f.verify(full=not last_exit_ok and is_last)
+                if good == f.index_count > 1 and f.entry(good - 1)[1] != f.end_phy_offset:
+                    good -= 1  # header and entries disagree on the end: the newest entry is suspect
                 if good < f.index_count:
                     log.warning("index %s: entry %d of %d is corrupt, truncating", name, good, f.index_count)
                     f.truncate_entries(good)
@@ -512,26 +527,35 @@ class IndexService:
             return
         with self._lock:
             f = self._files[-1] if self._files else None
+            done: set[int] = set()
             if f is not None and f.index_count > 1 and phy_offset <= f.end_phy_offset:
-                return
+                if phy_offset < f.end_phy_offset:
+                    return
+                done = f.tail_hashes(phy_offset)  # a crash may have cut the record's keys short
             try:
                 if f is None:
                     os.makedirs(self.dir, exist_ok=True)
                     f = self._new_file()
                 if uniq_key:
-                    f = self._put(f, build_key(topic, uniq_key), phy_offset, store_timestamp)
+                    f = self._put(f, build_key(topic, uniq_key), phy_offset, store_timestamp, done)
                 if keys:
                     for k in keys.split(" "):
                         if k:
-                            f = self._put(f, build_key(topic, k), phy_offset, store_timestamp)
+                            f = self._put(f, build_key(topic, k), phy_offset, store_timestamp, done)
             except OSError as e:
                 # e.g. ENOSPC creating a new file: the index is derived data, so skip instead of stopping
                 # dispatch
                 self._note_rebuild(phy_offset)
                 log.error("index: cannot index offset %d: %s", phy_offset, e)
 
-    def _put(self, f: IndexFile, key: str, phy_offset: int, store_timestamp: int) -> IndexFile:
+    def _put(
+        self, f: IndexFile, key: str, phy_offset: int, store_timestamp: int, done: set[int]
+    ) -> IndexFile:
         h = index_key_hash(key)
+        if done:
+            if h in done:
+                return f
+            done.add(h)
         if not f.put_key(h, phy_offset, store_timestamp):
             f = self._new_file()
             f.put_key(h, phy_offset, store_timestamp)

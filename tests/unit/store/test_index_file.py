@@ -130,8 +130,13 @@ def test_build_skips_already_indexed_offsets(tmp_path):
     svc.build_index("T", "a", None, 100, T0)  # replay after recovery
     svc.build_index("T", "a", None, 50, T0)
     assert svc.query_offsets("T", "a", 10, 0, 2**62)[0] == [100]
+    # a crash after the first of a record's keys: the replay adds only the missing ones
+    svc.build_index("T", "x", None, 150, T0)
+    svc.build_index("T", "x y z", None, 150, T0)
+    assert [svc.query_offsets("T", k, 10, 0, 2**62)[0] for k in "xyz"] == [[150], [150], [150]]
+    assert svc.files()[0].index_count == 1 + 4
     svc.build_index("T", None, None, 200, T0)  # no keys: nothing
-    assert svc.end_phy_offset == 100
+    assert svc.end_phy_offset == 150
     svc.close()
 
 
@@ -298,4 +303,34 @@ def test_file_names_stay_ordered_when_the_clock_goes_back(tmp_path):
     svc = IndexService(str(tmp_path), SLOTS, 4)
     svc.load()
     assert svc.query_offsets("T", "k", 64, 0, 2**62)[0] == list(range(8, -1, -1))
+    svc.close()
+
+
+def test_unflushed_entries_behind_a_torn_header_are_dropped(tmp_path):
+    """Power cut: the header (count) reached the disk, the entries it counts did not (all zero)."""
+    p = _filled(tmp_path, n=12)
+    with open(p, "r+b") as f:
+        f.seek(INDEX_HEADER_SIZE + SLOTS * 4 + 5 * INDEX_ENTRY_SIZE)
+        f.write(bytes(7 * INDEX_ENTRY_SIZE))  # entries 5..11 never written
+    svc = IndexService(str(tmp_path), SLOTS, 32)
+    svc.load(last_exit_ok=False)
+    assert svc.files()[0].index_count == 5 and svc.end_phy_offset == 300
+    assert svc.rebuild_from_phy_offset == 300
+    for i in range(12):
+        svc.build_index("T", f"k{i % 4}", None, i * 100, T0 + i * 1000)
+    assert svc.query_offsets("T", "k0", 64, 0, 2**62)[0] == [800, 400, 0]
+    svc.close()
+
+
+def test_all_entries_lost_from_the_first_message_on(tmp_path):
+    p = _filled(tmp_path, n=12)
+    with open(p, "r+b") as f:
+        f.seek(INDEX_HEADER_SIZE)
+        f.write(bytes(SLOTS * 4 + 12 * INDEX_ENTRY_SIZE))  # header survived, nothing else
+    svc = IndexService(str(tmp_path), SLOTS, 32)
+    svc.load(last_exit_ok=False)
+    assert svc.files()[0].index_count == 1
+    for i in range(12):
+        svc.build_index("T", f"k{i % 4}", None, i * 100, T0 + i * 1000)
+    assert svc.query_offsets("T", "k0", 64, 0, 2**62)[0] == [800, 400, 0]
     svc.close()
