@@ -178,20 +178,32 @@ def test_seed_sync_async_oneway_then_consume(cluster: Cluster) -> None:
             r = f.result(10)
             assert r.status is SendStatus.SEND_OK
             sent[r.msg_id] = r
-        wait_until(lambda: len(callbacks) == 1, 5, "async callback")
-        assert callbacks[0][1] is None and callbacks[0][0].status is SendStatus.SEND_OK
+
+        class SendCallback:  # Java-style callback object
+            def on_success(self, result: object) -> None:
+                callbacks.append((result, None))
+
+            def on_exception(self, exc: BaseException) -> None:
+                callbacks.append((None, exc))
+
+        futures.append(
+            producer.send_async(Message(topic, b"async obj", tags="TagA"), callback=SendCallback())
+        )
+        wait_until(lambda: len(callbacks) == 2, 5, "async callbacks")
+        assert all(e is None and r.status is SendStatus.SEND_OK for r, e in callbacks)
         for i in range(10):
             producer.send_oneway(Message(topic, f"oneway {i}".encode(), tags="TagA"))
 
     got = Collector()
     c = consumer(cluster.namesrv, group(), topic, got)
     try:
-        wait_until(lambda: len(got) >= 31, 30, "31 messages")
+        wait_until(lambda: len(got) >= 32, 30, "32 messages")
         time.sleep(0.5)
     finally:
         c.shutdown()
     bodies = Counter(got.bodies())
-    expected = {f"{k} {i}".encode() for k in ("sync", "async", "oneway") for i in range(10)} | {b"async cb"}
+    expected = {f"{k} {i}".encode() for k in ("sync", "async", "oneway") for i in range(10)}
+    expected |= {b"async cb", b"async obj"}
     assert set(bodies) == expected
     by_id = {m.msg_id: m for m in got.msgs}
     for msg_id, r in sent.items():

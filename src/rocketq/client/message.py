@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 # MessageConst property names used by the client.
 PROPERTY_KEYS = "KEYS"
@@ -263,3 +265,18 @@ class MQBrokerError(Exception):
         self.code = code
         self.remark = remark or ""
         self.broker_addr = broker_addr
+
+
+def invoke_send_callback(callback: Any, result: SendResult | None, exc: BaseException | None) -> None:
+    """``callback(result, exc)`` or a SendCallback-like object with on_success(result) / on_exception(exc).
+    A callback that raises must not break the client: its error is logged."""
+    try:
+        if hasattr(callback, "on_success") or hasattr(callback, "on_exception"):
+            if exc is None:
+                callback.on_success(result)
+            else:
+                callback.on_exception(exc)
+        else:
+            callback(result, exc)
+    except Exception:
+        logging.getLogger(__name__).exception("send callback raised")

@@ -52,6 +52,7 @@ from .message import (
     MQClientError,
     SendResult,
     SendStatus,
+    invoke_send_callback,
 )
 from .route import LatencyFaultTolerance, TopicPublishInfo, TopicRouteData, topic_route_to_publish_info
 
@@ -456,7 +457,7 @@ class Producer:
         selector: Selector | None = None,
         arg: Any = None,
         timeout: int | None = None,
-        callback: Callable[[SendResult | None, BaseException | None], Any] | None = None,
+        callback: Any = None,
     ) -> asyncio.Task[SendResult]:
         """Start a send in the background; returns the task (an awaitable future of SendResult)."""
         timeout_s = (timeout if timeout is not None else self.send_msg_timeout) / 1000.0
@@ -483,11 +484,11 @@ class Producer:
 
             def done(t: asyncio.Task[SendResult]) -> None:
                 if t.cancelled():
-                    callback(None, asyncio.CancelledError())
+                    invoke_send_callback(callback, None, asyncio.CancelledError())
                 elif t.exception() is not None:
-                    callback(None, t.exception())
+                    invoke_send_callback(callback, None, t.exception())
                 else:
-                    callback(t.result(), None)
+                    invoke_send_callback(callback, t.result(), None)
 
             task.add_done_callback(done)
         return task

@@ -16,7 +16,7 @@ from . import consumer as _consumer
 from . import lite_pull as _lite
 from . import producer as _producer
 from . import transaction as _transaction
-from .message import Message, MessageExt, MessageQueue, SendResult
+from .message import Message, MessageExt, MessageQueue, SendResult, invoke_send_callback
 
 T = TypeVar("T")
 
@@ -133,7 +133,8 @@ class Producer(_Facade):
         timeout: int | None = None,
         callback: Any = None,
     ) -> concurrent.futures.Future[SendResult]:
-        """A concurrent.futures.Future[SendResult]; ``callback(result, exc)`` runs on completion."""
+        """A concurrent.futures.Future[SendResult]. ``callback`` (``fn(result, exc)`` or an object with
+        on_success / on_exception) runs on completion."""
 
         async def go() -> SendResult:
             return await self._core.send_async(msg, queue=queue, selector=selector, arg=arg, timeout=timeout)
@@ -143,11 +144,11 @@ class Producer(_Facade):
 
             def done(f: concurrent.futures.Future[SendResult]) -> None:
                 if f.cancelled():
-                    callback(None, concurrent.futures.CancelledError())
+                    invoke_send_callback(callback, None, concurrent.futures.CancelledError())
                 elif f.exception() is not None:
-                    callback(None, f.exception())
+                    invoke_send_callback(callback, None, f.exception())
                 else:
-                    callback(f.result(), None)
+                    invoke_send_callback(callback, f.result(), None)
 
             fut.add_done_callback(done)
         return fut
