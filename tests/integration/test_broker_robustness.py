@@ -364,3 +364,20 @@ def start_cluster_broker_again(cluster):
     from tests.integration.broker_support import start_broker
 
     return start_broker(cluster.home, cluster.namesrv.addr, cluster.conf, port=cluster.broker.port)
+
+
+def test_compressed_registration(tmp_path):
+    cluster = start_cluster(tmp_path, compressedRegister="true")
+    try:
+
+        async def go():
+            async with RemotingClient() as c:
+                assert (await create_topic(c, cluster.addr, "ZIPPED", 2)).code == 0
+                req = rq(C.GET_ROUTEINFO_BY_TOPIC, {"topic": "ZIPPED"})
+                r = await c.invoke(cluster.namesrv.addr, req, 5.0)
+                assert r.code == ResponseCode.SUCCESS, r.remark
+                assert orjson.loads(r.body_bytes)["queueDatas"][0]["readQueueNums"] == 2
+
+        run(go())
+    finally:
+        cluster.stop()
