@@ -10,18 +10,6 @@ from collections import deque
 
 
 class BrokerStats:
-    __slots__ = (
-        "_samples",
-        "_task",
-        "got",
-        "got_today_start",
-        "got_yesterday",
-        "put",
-        "put_today_start",
-        "put_yesterday",
-        "today",
-    )
-
     def __init__(self) -> None:
         self.put = 0
         self.got = 0
@@ -31,6 +19,8 @@ class BrokerStats:
         self.put_yesterday = 0
         self.got_yesterday = 0
         self._samples: deque[tuple[float, int, int]] = deque(maxlen=61)
+        self.group_got: dict[str, int] = {}  # messages transferred per consumer group
+        self._group_samples: dict[str, deque[tuple[float, int]]] = {}
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -46,7 +36,13 @@ class BrokerStats:
             await asyncio.sleep(1.0)
 
     def sample(self) -> None:
-        self._samples.append((time.monotonic(), self.put, self.got))
+        now = time.monotonic()
+        self._samples.append((now, self.put, self.got))
+        for group, n in self.group_got.items():
+            dq = self._group_samples.get(group)
+            if dq is None:
+                dq = self._group_samples[group] = deque(maxlen=61)
+            dq.append((now, n))
         day = time.localtime().tm_yday
         if day != self.today:
             self.today = day
@@ -65,6 +61,15 @@ class BrokerStats:
                 break
         dt = max(now - base[0], 1e-3)
         return (self.put - base[1]) / dt, (self.got - base[2]) / dt
+
+    def group_tps(self, group: str) -> float:
+        """Messages per second pulled by the group over the last minute."""
+        dq = self._group_samples.get(group)
+        if not dq:
+            return 0.0
+        t0, n0 = dq[0]
+        dt = time.monotonic() - t0
+        return (self.group_got.get(group, n0) - n0) / dt if dt > 0.5 else 0.0
 
     def table(self) -> dict[str, str]:
         put10, got10 = self._tps(10)

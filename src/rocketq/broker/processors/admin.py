@@ -184,7 +184,8 @@ class AdminProcessor:
                     "consumerOffset": consumer_off,
                     "lastTimestamp": last,
                 }
-        body = lenient_json.dumps({"consumeTps": 0.0, "offsetTable": table})
+        tps = round(ctl.stats.group_tps(h.consumer_group), 2)
+        body = lenient_json.dumps({"consumeTps": tps, "offsetTable": table})
         return request.response(ResponseCode.SUCCESS, None, None, body)
 
     def consumer_connections(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:

@@ -138,7 +138,11 @@ class PullProcessor:
         if allow_suspend and h.sys_flag & PullSysFlag.COMMIT_OFFSET and h.commit_offset >= 0:
             ctl.offsets.commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
         if code == _F.SUCCESS:
-            ctl.stats.got += result.message_count
+            stats = ctl.stats
+            stats.got += result.message_count
+            stats.group_got[h.consumer_group] = (
+                stats.group_got.get(h.consumer_group, 0) + result.message_count
+            )
             # The views go straight to the transport; they are dropped (not released) once written,
             # since uvloop may still hold them after writelines() returns.
             return request.response(code, None, ext, result.buffers)
