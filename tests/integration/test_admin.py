@@ -30,18 +30,20 @@ def admin(sa: Standalone) -> Iterator[MQAdminExt]:
 
 
 def rows(text: str) -> list[dict[str, str]]:
-    """Parse mqadmin's aligned table (header line starts with '#', columns separated by 2+ spaces)."""
-    lines = [ln for ln in text.splitlines() if ln.strip()]
+    """Parse mqadmin's aligned table: the '#' header gives each column's start; ends at a blank line."""
+    lines = text.splitlines()
     start = next(i for i, ln in enumerate(lines) if ln.startswith("#"))
-    header = [h.lstrip("#") for h in re.split(r"\s{2,}", lines[start].strip())]
+    header = lines[start]
+    starts = [m.start() for m in re.finditer(r"#", header)]
+    names = [header[a:b].strip().lstrip("#") for a, b in zip(starts, [*starts[1:], None], strict=True)]
     out = []
     for ln in lines[start + 1 :]:
-        if ln.startswith("#"):
+        if not ln.strip() or ln.startswith("#"):
             break
-        cells = re.split(r"\s{2,}", ln.strip())
-        if len(cells) != len(header):
-            break
-        out.append(dict(zip(header, cells, strict=True)))
+        cells = [
+            ln[a:b].strip() if b else ln[a:].strip() for a, b in zip(starts, [*starts[1:], None], strict=True)
+        ]
+        out.append(dict(zip(names, cells, strict=True)))
     return out
 
 
@@ -75,6 +77,11 @@ def test_cluster_list_and_broker_status(sa: Standalone) -> None:
     status = mqadmin_ok(sa.namesrv, "brokerStatus", "-b", sa.broker)
     assert status.strip(), "brokerStatus printed nothing"
     assert " : " in status
+    by_cluster = rows(mqadmin_ok(sa.namesrv, "brokerStatus", "-c", CLUSTER))
+    assert {r["Broker Addr"] for r in by_cluster} == {sa.broker}
+    assert "brokerVersionDesc" in {r["Key"] for r in by_cluster}
+    more = rows(mqadmin_ok(sa.namesrv, "clusterList", "-m"))
+    assert [(r["Cluster Name"], r["Broker Name"]) for r in more] == [(CLUSTER, table[0]["Broker Name"])]
 
 
 def test_topic_lifecycle(sa: Standalone, capsys: pytest.CaptureFixture[str]) -> None:
@@ -97,6 +104,9 @@ def test_topic_lifecycle(sa: Standalone, capsys: pytest.CaptureFixture[str]) -> 
     route = json.loads(mqadmin_ok(sa.namesrv, "topicRoute", "-t", topic))
     assert (route["queueDatas"][0]["writeQueueNums"], route["queueDatas"][0]["perm"]) == (2, 4)
 
+    listed = rows(mqadmin_ok(sa.namesrv, "topicList", "-c"))
+    assert {"Cluster Name": CLUSTER, "Topic": topic, "Consumer Group": ""} in listed
+
     out = mqadmin_ok(sa.namesrv, "deleteTopic", "-c", CLUSTER, "-t", topic)
     assert "success" in out
     assert topic not in mqadmin_ok(sa.namesrv, "topicList").split()
@@ -114,6 +124,9 @@ def test_missing_topic_and_bad_names(sa: Standalone, capsys: pytest.CaptureFixtu
     code, _ = mqadmin(sa.namesrv, "updateTopic", "-c", "NoSuchCluster", "-t", unique("T"))
     assert code == 1
     assert "NoSuchCluster" in capsys.readouterr().err
+    code, _ = mqadmin(sa.namesrv, "consumerProgress", "-g", unique("NoSuchGroup"))
+    assert code == 1
+    assert "no consume stats" in capsys.readouterr().err
 
 
 def test_send_and_query_messages(sa: Standalone) -> None:

@@ -73,11 +73,28 @@ def test_connection_and_progress_of_a_live_group(sa: Standalone) -> None:
         assert "ConsumeType: CONSUME_PASSIVELY" in conn
         all_groups = rows(mqadmin_ok(sa.namesrv, "consumerProgress"))
         assert group in {g["Group"] for g in all_groups}
+        # -s true: which client holds each queue (GET_CONSUMER_RUNNING_INFO relayed to the consumer)
+        with_ip = [
+            r
+            for r in rows(mqadmin_ok(sa.namesrv, "consumerProgress", "-g", group, "-s", "true"))
+            if r["Topic"] == topic
+        ]
+        assert len(with_ip) == 2 and all(r["Client IP"] not in ("", "N/A") for r in with_ip)
+        # queryMsgById -g -d: the broker relays CONSUME_MESSAGE_DIRECTLY to that consumer
+        with Producer(unique("PG"), namesrv=sa.namesrv) as p:
+            sent = p.send(Message(topic, b"direct", tags="TagA"))
+        direct = mqadmin_ok(
+            sa.namesrv, "queryMsgById", "-i", sent.offset_msg_id, "-g", group, "-d", clients[0]["ClientId"]
+        )
+        assert "CR_SUCCESS" in direct
+        deadline = time.monotonic() + 10  # consumed twice: directly and from its queue
+        while col.wait(0, 0.1).count("direct") < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
     finally:
         consumer.shutdown()  # persists offsets
     prog = mqadmin_ok(sa.namesrv, "consumerProgress", "-g", group)
     mine = [r for r in rows(prog) if r["Topic"] == topic]
-    assert sum(int(r["Broker Offset"]) for r in mine) == 6
+    assert sum(int(r["Broker Offset"]) for r in mine) == 7
     assert all(r["Consumer Offset"] == r["Broker Offset"] for r in mine), prog
     assert "Diff Total: 0" in prog
     deadline = time.monotonic() + 10  # the broker notices the unregister

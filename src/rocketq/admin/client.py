@@ -668,6 +668,13 @@ class AdminClient:
                 )
         if not any_ok and last_err is not None:
             raise last_err
+        if not rows:  # as RocketMQ's admin: an empty offset table is an error, not an empty report
+            raise AdminError(
+                f"no consume stats for group {group!r}"
+                + (f" on topic {topic!r}" if topic else "")
+                + ": it has not consumed (committed an offset) yet",
+                ResponseCode.CONSUMER_NOT_ONLINE,
+            )
         rows.sort(key=lambda r: (r.topic, r.broker_name, r.queue_id))
         return rows, tps
 
