@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import time
 from typing import TextIO
 
 from .client import AdminClient
@@ -38,6 +39,17 @@ def _first_float(text: str) -> float:
         return float(text.split()[0]) if text else 0.0
     except ValueError:
         return 0.0
+
+
+def _hours_since(ms_text: str) -> str:
+    """Hours of messages the broker holds (RocketMQ's #Hour column); '-' when it holds none."""
+    try:
+        ms = int(ms_text)
+    except ValueError:
+        return "-"
+    if ms <= 0:
+        return "-"
+    return f"{(time.time() * 1000 - ms) / 3_600_000:.2f}"
 
 
 def _cluster_list_args(p: argparse.ArgumentParser) -> None:
@@ -82,7 +94,7 @@ async def _print_cluster(admin: AdminClient, more: bool, out: TextIO) -> None:
                             f"{in_tps:.2f}",
                             f"{out_tps:.2f}",
                             rt.get("pageCacheLockTimeMills", "0"),
-                            rt.get("earliestMessageTimeStamp", "-"),
+                            _hours_since(rt.get("earliestMessageTimeStamp", "")),
                             rt.get("commitLogDiskRatio", "-"),
                         )
                     )
@@ -105,7 +117,7 @@ async def _print_cluster(admin: AdminClient, more: bool, out: TextIO) -> None:
             "InTPS",
             "OutTPS",
             "PCWait(ms)",
-            "EarliestMsgTime",
+            "Hour",
             "SPACE",
         )
     table(out, headers, rows)
