@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import logging
 import os
+import socket
 import time
 from typing import Any
 
@@ -98,6 +99,11 @@ class BrokerController:
         self.subscriptions.load()
         self.offsets.load()
 
+        if self.cfg["listenPort"] == 0:  # any free port: pick it now, the store host (msg ids) needs it
+            with socket.socket() as probe:
+                probe.bind((self.bind_host, 0))
+                self.cfg.values["listenPort"] = probe.getsockname()[1]
+            self.server.port = self.cfg["listenPort"]
         store_host = (self.cfg["brokerIP1"], self.cfg["listenPort"])
         self.store = MessageStore(store_config_of(self.cfg), store_host)
         await self.loop.run_in_executor(None, self.store.start)
@@ -129,8 +135,6 @@ class BrokerController:
         self.schedule.load()
 
         await self.server.start()
-        if self.cfg["listenPort"] == 0:
-            self.cfg.values["listenPort"] = self.server.port
         self.schedule.start()
         self.transactions.start()
         self.stats.start()
@@ -255,3 +259,6 @@ class BrokerController:
         self.offsets.persist_sync()
         if self.schedule is not None:
             self.schedule.persist_sync()
+        batch = getattr(self, "batch_transactions", None)
+        if batch is not None and hasattr(batch, "persist_sync"):
+            batch.persist_sync()
