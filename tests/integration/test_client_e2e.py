@@ -875,3 +875,40 @@ def test_sql92_subscription(cluster: Cluster) -> None:
     # a broken expression is refused at start (CHECK_CLIENT_CONFIG), like RocketMQ's checkClientInBroker
     with pytest.raises(MQClientError):
         consumer(cluster.namesrv, group(), topic, Collector(), MessageSelector.by_sql("a >>> ("))
+
+
+# -- message trace --------------------------------------------------------------------------------------
+def test_message_trace_records_pub_and_sub(cluster: Cluster) -> None:
+    topic = cluster.topic(queues=1)
+    grp = group()
+    got = Collector()
+    c = consumer(cluster.namesrv, grp, topic, got, enable_msg_trace=True)
+    try:
+        with Producer("PG_trace", namesrv=cluster.namesrv, enable_msg_trace=True) as p:
+            r = p.send(Message(topic, b"traced", tags="TagT", keys=["TK1"]))
+        wait_until(lambda: len(got) >= 1, 20, "traced message consumed")
+    finally:
+        c.shutdown()  # flushes pending trace records
+    traces = Collector()
+    t = consumer(cluster.namesrv, group(), "RMQ_SYS_TRACE_TOPIC", traces)
+    try:
+
+        def records() -> list[list[str]]:
+            out = []
+            for body in traces.bodies():
+                for rec in body.decode().split("\x02"):
+                    if rec:
+                        out.append(rec.split("\x01"))
+            return out
+
+        def kinds() -> set[str]:
+            return {f[0] for f in records() if r.msg_id in f}
+
+        wait_until(lambda: kinds() >= {"Pub", "SubBefore", "SubAfter"}, 20, "Pub/SubBefore/SubAfter records")
+    finally:
+        t.shutdown()
+    pub = next(f for f in records() if f[0] == "Pub" and r.msg_id in f)
+    assert pub[3] == "PG_trace" and pub[4] == topic and pub[6] == "TagT" and pub[7] == "TK1"
+    assert pub[12] == r.offset_msg_id and pub[13] == "true"
+    after = next(f for f in records() if f[0] == "SubAfter" and r.msg_id in f)
+    assert after[4] == "true" and after[8] == grp

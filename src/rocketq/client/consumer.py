@@ -53,6 +53,7 @@ from .pull import (
     process_pull_response,
 )
 from .subscription import EXPRESSION_TAG, MessageSelector, SubscriptionData
+from .trace import TraceDispatcher
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +136,8 @@ class PushConsumer:
         instance_name: str = DEFAULT_INSTANCE_NAME,
         offset_store_dir: str | None = None,
         client_config: ClientConfig | None = None,
+        enable_msg_trace: bool = False,
+        customized_trace_topic: str | None = None,
     ) -> None:
         if not group:
             raise MQClientError(-1, "consumerGroup is null")
@@ -179,6 +182,9 @@ class PushConsumer:
         self._running = False
         self._paused = False
         self._rebalance_lock = asyncio.Lock()
+        self.enable_msg_trace = enable_msg_trace
+        self.customized_trace_topic = customized_trace_topic
+        self._trace: TraceDispatcher | None = None
 
     # -- configuration ---------------------------------------------------------------------------
     def subscribe(self, topic: str, expression: str | MessageSelector | None = "*") -> None:
@@ -239,6 +245,9 @@ class PushConsumer:
             except Exception as exc:
                 log.warning("route of %s: %s", topic, exc)
         await self._check_filters()
+        if self.enable_msg_trace:
+            self._trace = TraceDispatcher(inst, self.group, self.customized_trace_topic)
+            await self._trace.start()
         await inst.send_heartbeat_all()
         if self._needs_locks:
             self._spawn(self._lock_loop(), background=True)
@@ -292,6 +301,10 @@ class PushConsumer:
             t.cancel()
         with contextlib.suppress(Exception):
             await self.persist_consumer_offset()
+        if self._trace is not None:
+            with contextlib.suppress(Exception):
+                await self._trace.shutdown()
+            self._trace = None
         if self._needs_locks and inst is not None:
             with contextlib.suppress(Exception):
                 await self._unlock_all()
@@ -671,6 +684,20 @@ class PushConsumer:
             m.properties[PROPERTY_CONSUME_START_TIME] = now
 
     async def _call_listener(self, msgs: list[MessageExt], context: Any = None) -> Any:
+        trace = self._trace
+        if trace is None:
+            return await self._invoke_listener(msgs, context)
+        request_id = trace.before_consume(msgs)
+        t0 = time.monotonic()
+        try:
+            result = await self._invoke_listener(msgs, context)
+        except Exception:
+            trace.after_consume(request_id, msgs, int((time.monotonic() - t0) * 1000), None, True)
+            raise
+        trace.after_consume(request_id, msgs, int((time.monotonic() - t0) * 1000), result, False)
+        return result
+
+    async def _invoke_listener(self, msgs: list[MessageExt], context: Any = None) -> Any:
         listener = self._listener
         assert listener is not None
         args = (msgs, context) if self._listener_wants_context else (msgs,)

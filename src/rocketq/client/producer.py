@@ -55,6 +55,7 @@ from .message import (
     invoke_send_callback,
 )
 from .route import LatencyFaultTolerance, TopicPublishInfo, TopicRouteData, topic_route_to_publish_info
+from .trace import TraceDispatcher
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +104,8 @@ class Producer:
         create_topic_key: str = DEFAULT_TOPIC,
         default_topic_queue_nums: int = 4,
         client_config: ClientConfig | None = None,
+        enable_msg_trace: bool = False,
+        customized_trace_topic: str | None = None,
         _instance: MQClientInstance | None = None,
     ) -> None:
         self.group = group
@@ -124,6 +127,9 @@ class Producer:
         self._fault = LatencyFaultTolerance()
         self._started = False
         self._pending: set[asyncio.Task[Any]] = set()
+        self.enable_msg_trace = enable_msg_trace
+        self.customized_trace_topic = customized_trace_topic
+        self._trace: TraceDispatcher | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -138,6 +144,9 @@ class Producer:
             await inst.start()
             await inst.send_heartbeat_all()
         self._started = True
+        if self.enable_msg_trace and self._instance is not None:
+            self._trace = TraceDispatcher(self._instance, self.group, self.customized_trace_topic)
+            await self._trace.start()
 
     async def shutdown(self) -> None:
         if not self._started:
@@ -145,6 +154,9 @@ class Producer:
         self._started = False
         if self._pending:
             await asyncio.gather(*list(self._pending), return_exceptions=True)
+        if self._trace is not None:
+            await self._trace.shutdown()
+            self._trace = None
         inst = self._instance
         if inst is not None and not self._inner:
             await inst.unregister_producer(self.group)
@@ -422,7 +434,7 @@ class Producer:
                 first.queue_offset,
             )
         self._check_message(msg)
-        return await self._send_one_or_batch(msg, msg.topic, queue, selector, arg, timeout_s)
+        return await self._send_traced(msg, msg.topic, queue, selector, arg, timeout_s)
 
     async def _send_one_or_batch(
         self,
@@ -450,6 +462,34 @@ class Producer:
         total = times_total if times_total is not None else 1 + self.retry_times_when_send_failed
         return await self._send_default(msg, topic, total, timeout_s, oneway, same_broker)
 
+    async def _send_traced(
+        self,
+        msg: Message | list[Message],
+        topic: str,
+        queue: MessageQueue | None,
+        selector: Selector | None,
+        arg: Any,
+        timeout_s: float,
+        oneway: bool = False,
+        times_total: int | None = None,
+        same_broker: bool = False,
+    ) -> Any:
+        trace = self._trace
+        if trace is None or isinstance(msg, list):
+            return await self._send_one_or_batch(
+                msg, topic, queue, selector, arg, timeout_s, oneway, times_total, same_broker
+            )
+        t0 = time.monotonic()
+        try:
+            result = await self._send_one_or_batch(
+                msg, topic, queue, selector, arg, timeout_s, oneway, times_total, same_broker
+            )
+        except Exception:
+            trace.on_send(msg, None, int((time.monotonic() - t0) * 1000), False)
+            raise
+        trace.on_send(msg, result, int((time.monotonic() - t0) * 1000), True)
+        return result
+
     def send_async(
         self,
         msg: Message | Sequence[Message],
@@ -466,7 +506,7 @@ class Producer:
             if isinstance(msg, Sequence) and not isinstance(msg, Message):
                 return await self.send(msg, queue, selector, arg, timeout)
             self._check_message(msg)
-            return await self._send_one_or_batch(
+            return await self._send_traced(
                 msg,
                 msg.topic,
                 queue,
