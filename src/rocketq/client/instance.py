@@ -107,6 +107,7 @@ class MQClientInstance:
         self._started = False
         self._inner_producer: Any = None
         self.key: tuple[Any, ...] = ()
+        self.loop: asyncio.AbstractEventLoop | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -135,7 +136,8 @@ class MQClientInstance:
                 await self._inner_producer.shutdown()
             self._inner_producer = None
         await self.remoting.close()
-        _INSTANCES.pop(self.key, None)
+        if _INSTANCES.get(self.key) is self:
+            del _INSTANCES[self.key]
 
     @property
     def idle(self) -> bool:
@@ -463,9 +465,10 @@ def get_instance(
     loop = asyncio.get_running_loop()
     key = (tuple(namesrv_addrs), instance_name, id(loop))
     inst = _INSTANCES.get(key)
-    if inst is None:
+    if inst is None or inst.loop is not loop:  # a dead loop's id may be reused
         inst = MQClientInstance(namesrv_addrs, instance_name, config)
         inst.key = key
+        inst.loop = loop
         _INSTANCES[key] = inst
     return inst
 

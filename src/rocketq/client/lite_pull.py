@@ -100,6 +100,7 @@ class LitePullConsumer(PushConsumer):
         for topic in topics:
             with contextlib.suppress(Exception):
                 await inst.update_topic_route(topic)
+        await self._check_filters()
         await inst.send_heartbeat_all()
         if self._assigned is not None:
             await self._apply_assignment()
