@@ -523,3 +523,64 @@ def test_ali_ons_broadcasting(standalone: Standalone) -> None:
         b.kill()
     for run in (a, b):
         assert sorted(m["bodyHead"] for m in run.of("msg")) == [f"bc-{i}" for i in range(4)], run.report()
+
+
+def test_mixed_group_ali_ons_and_python_share_the_queues(standalone: Standalone) -> None:
+    """One ali-ons and one rocketq consumer in the same clustering group: both allocate averagely over the
+    same sorted queue and client-id lists, so they split the queues with no gap and no overlap."""
+    import threading
+
+    from rocketq import ConsumeFromWhere, ConsumeResult, Message, Producer, PushConsumer
+
+    topic = unique("AliMixed")
+    group = unique("CGMIX")
+    create_topic(standalone, topic, queues=4)
+    py_got: list[tuple[int, str]] = []
+    lock = threading.Lock()
+
+    def listener(msgs: list) -> ConsumeResult:
+        with lock:
+            py_got.extend((m.queue_id, m.body.decode()) for m in msgs)
+        return ConsumeResult.SUCCESS
+
+    py = PushConsumer(
+        group, namesrv=standalone.namesrv, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+    )
+    py.subscribe(topic, "*")
+    py.register_listener(listener)
+    py.start()
+    node = NodeRun(
+        "consumer.js",
+        {"nameSrv": standalone.namesrv, "group": group, "topic": topic, "expect": 1000, "timeoutMs": 60000},
+    )
+    try:
+        node.wait_for("ready", timeout=30)
+        deadline = time.monotonic() + 30  # until both hold queues: the Python side drops two after NOTIFY
+
+        def mine() -> list:
+            return [q for q in py.assigned_queues() if q.topic == topic]
+
+        while time.monotonic() < deadline and len(mine()) != 2:
+            time.sleep(0.2)
+        assert len(mine()) == 2, py.assigned_queues()
+        time.sleep(2)  # ali-ons rebalances every second
+        with Producer(unique("PG"), namesrv=standalone.namesrv) as p:
+            for i in range(20):
+                p.send(Message(topic, f"mix-{i}".encode(), tags="T"))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with lock:
+                total = len(py_got) + len(node.of("msg"))
+            if total >= 20:
+                break
+            time.sleep(0.2)
+        time.sleep(1)  # duplicates, if any, would arrive now
+    finally:
+        node.kill()
+        py.shutdown()
+    node_got = [(m["queueId"], m["bodyHead"]) for m in node.of("msg")]
+    py_bodies = sorted(b for _, b in py_got)
+    node_bodies = sorted(b for _, b in node_got)
+    assert sorted(py_bodies + node_bodies) == sorted(f"mix-{i}" for i in range(20)), node.report()
+    assert py_bodies and node_bodies, "both consumers must get a share"
+    assert not {q for q, _ in py_got} & {q for q, _ in node_got}, "a queue was consumed by both"
