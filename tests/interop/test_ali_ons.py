@@ -23,6 +23,7 @@ from .standalone import (
     NodeRun,
     Standalone,
     ensure_node_modules,
+    mqadmin,
     mqadmin_ok,
     node_available,
     run_node,
@@ -192,6 +193,14 @@ def test_ali_ons_round_trip_and_committed_offsets(standalone: Standalone) -> Non
     )
     try:
         consumer.wait_for("ready", timeout=30)
+        # ali-ons' HEART_BEAT (subscriptions as JSON) is understood: mqadmin consumerConnection shows it
+        deadline = time.monotonic() + 15
+        while True:
+            code, conn = mqadmin(standalone.namesrv, "consumerConnection", "-g", group)
+            if (code == 0 and topic in conn) or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        assert code == 0 and "TagA || TagB" in conn and "CLUSTERING" in conn, conn
         msgs = [
             {"topic": topic, "tags": ["TagA", "TagB", "TagX"][i % 3], "body": f"rt-{i}"} for i in range(15)
         ]
@@ -205,6 +214,9 @@ def test_ali_ons_round_trip_and_committed_offsets(standalone: Standalone) -> Non
     text = mqadmin_ok(standalone.namesrv, "consumerProgress", "-g", group)
     assert topic in text
     assert "Diff Total:" in text
+    # ali-ons' UNREGISTER_CLIENT on close took it out of the group (the script exited normally)
+    code, _ = mqadmin(standalone.namesrv, "consumerConnection", "-g", group)
+    assert code == 1
 
 
 def test_ali_ons_retry_path(standalone: Standalone) -> None:
