@@ -18,6 +18,7 @@ from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.remoting import Channel, RemotingClient
 
+from .acl import AclClientRPCHook
 from .api import MQClientAPI
 from .codec import SYSFLAG_COMPRESSED, decode_records, decompress_body, local_ip_str, string_to_properties
 from .message import DEFAULT_TOPIC, MessageExt, MessageQueue, MQClientError
@@ -56,12 +57,19 @@ class ClientConfig:
         persist_consumer_offset_interval: float = 5.0,
         rebalance_interval: float = 20.0,
         mq_client_api_timeout: float = 3.0,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        security_token: str | None = None,
     ) -> None:
         self.poll_name_server_interval = poll_name_server_interval
         self.heartbeat_broker_interval = heartbeat_broker_interval
         self.persist_consumer_offset_interval = persist_consumer_offset_interval
         self.rebalance_interval = rebalance_interval
         self.mq_client_api_timeout = mq_client_api_timeout
+        # ACL credentials (SessionCredentials): every request is signed when set
+        self.access_key = access_key
+        self.secret_key = secret_key
+        self.security_token = security_token
 
 
 def parse_namesrv(namesrv: str | Sequence[str] | None) -> list[str]:
@@ -86,7 +94,12 @@ class MQClientInstance:
         # keeps its id across restarts (so a broadcasting consumer finds its offsets file again)
         self.client_id = f"{ip}@{pid}" if instance_name == DEFAULT_INSTANCE_NAME else f"{ip}@{instance_name}"
         self.namesrv_addrs = namesrv_addrs
-        self.remoting = RemotingClient()
+        hook = None
+        if self.config.access_key and self.config.secret_key:
+            hook = AclClientRPCHook(
+                self.config.access_key, self.config.secret_key, self.config.security_token
+            )
+        self.remoting = RemotingClient(hook)
         self.remoting.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_ids_changed)
         self.remoting.register_processor(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
         self.remoting.register_processor(RequestCode.GET_CONSUMER_RUNNING_INFO, self._on_running_info)
