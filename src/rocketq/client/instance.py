@@ -225,6 +225,12 @@ class MQClientInstance:
                 await self.update_topic_route(t)
             except Exception as exc:
                 log.debug("route update for %s failed: %s", t, exc)
+        # cleanOfflineBroker: forget brokers no route mentions any more (no heartbeats to them)
+        live = {bd.broker_name for t, r in self.routes.items() if t in topics for bd in r.broker_datas}
+        for name in [n for n in self.broker_addrs if n not in live]:
+            for addr in self.broker_addrs.pop(name).values():
+                self.heartbeat_addrs.discard(addr)
+                self.remoting.close_channel(addr)
 
     async def update_topic_route(
         self, topic: str, *, use_default: bool = False, default_queue_nums: int = 4
