@@ -106,8 +106,8 @@ class FaultFS:
         garbage: bool = True,
     ) -> None:
         """Write to dest_dir what live_dir would contain after a power cut now (see module doc). Call it
-        after the
-        writer process is dead (SIGKILL) so the live files no longer change."""
+        after the writer process is dead (SIGKILL) so the live files no longer change. Only bytes that
+        differ from the synced state can be torn (a file nobody was writing keeps its synced content)."""
         rng = rng or random.Random()
         src_root = self.shadow_path(live_dir)
         if os.path.exists(dest_dir):
@@ -136,12 +136,22 @@ class FaultFS:
             room = min(max_torn_bytes, size - synced)
             if room <= 0:
                 continue
-            n = rng.randint(0, room)
-            if n == 0:
-                continue
             with open(ap, "rb") as f:
                 f.seek(synced)
-                tail = bytearray(f.read(n))
+                live_tail = f.read(room)
+            with open(out, "rb") as f:
+                f.seek(synced)
+                old_tail = f.read(room).ljust(len(live_tail), b"\0")
+            # only bytes that were written after the last sync can tear: stop at the last dirty byte
+            dirty_end = len(live_tail)
+            while dirty_end > 0 and live_tail[dirty_end - 1] == old_tail[dirty_end - 1]:
+                dirty_end -= 1
+            if dirty_end == 0:
+                continue
+            n = rng.randint(0, dirty_end)
+            if n == 0:
+                continue
+            tail = bytearray(live_tail[:n])
             if garbage and rng.random() < 0.5:
                 # the sector being written when power failed holds neither old nor new data
                 k = min(len(tail), rng.randint(1, SECTOR))
