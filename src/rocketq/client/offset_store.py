@@ -82,11 +82,13 @@ class RemoteBrokerOffsetStore(OffsetStore):
 
     async def persist_all(self, mqs: Iterable[MessageQueue]) -> None:
         wanted = set(mqs)
+        failed_brokers: set[str] = set()
         for mq, off in list(self.table.items()):
-            if mq in wanted:
+            if mq in wanted and mq.broker_name not in failed_brokers:
                 try:
                     await self._update(mq, off)
-                except Exception as exc:  # keep persisting the others; retried in 5 s
+                except Exception as exc:  # retried in 5 s; skip the broker's other queues meanwhile
+                    failed_brokers.add(mq.broker_name)
                     log.warning("persist offset %s=%d failed: %s", mq, off, exc)
 
 
