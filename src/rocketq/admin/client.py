@@ -755,6 +755,97 @@ class AdminClient:
             out.append((r, ts_offset, new))
         return out
 
+    async def subscription_groups(self, broker_addr: str) -> dict[str, dict[str, Any]]:
+        """groupName -> SubscriptionGroupConfig (as JSON) of one broker."""
+        resp = await self.invoke_broker(broker_addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        body = loads(self.check(resp, f"subscription groups of {broker_addr}").body_bytes)
+        table = body.get("subscriptionGroupTable", body) if isinstance(body, dict) else {}
+        return {str(k): v for k, v in table.items() if isinstance(v, dict)}
+
+    async def delete_subscription_group(self, broker_addr: str, group: str) -> None:
+        ext = H.DeleteSubscriptionGroupRequestHeader(group_name=group).to_ext()
+        resp = await self.invoke_broker(broker_addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, ext)
+        self.check(resp, f"delete subscription group {group} on {broker_addr}")
+
+    async def topic_configs(self, broker_addr: str) -> dict[str, dict[str, Any]]:
+        """topicName -> TopicConfig (as JSON) of one broker (GET_ALL_TOPIC_CONFIG)."""
+        resp = await self.invoke_broker(broker_addr, RequestCode.GET_ALL_TOPIC_CONFIG)
+        body = loads(self.check(resp, f"topic configs of {broker_addr}").body_bytes)
+        table = body.get("topicConfigTable", {}) if isinstance(body, dict) else {}
+        return {str(k): v for k, v in table.items() if isinstance(v, dict)}
+
+    async def topic_consumer_groups(self, topic: str) -> list[str]:
+        """Groups that consume the topic (QUERY_TOPIC_CONSUME_BY_WHO on each of its masters)."""
+        route = await self.topic_route(topic)
+        groups: set[str] = set()
+        for name, addr in self.route_masters(route).items():
+            ext = H.QueryTopicConsumeByWhoRequestHeader(topic=topic).to_ext()
+            resp = await self.invoke_broker(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, ext)
+            self.check(resp, f"groups consuming {topic} on {name}")
+            groups.update(loads(resp.body_bytes).get("groupList") or [])
+        return sorted(groups)
+
+    async def producer_connection(self, group: str, topic: str) -> list[dict[str, Any]]:
+        """Connections of a producer group, asked from the masters serving ``topic``."""
+        route = await self.topic_route(topic)
+        conns: list[dict[str, Any]] = []
+        last: AdminError | None = None
+        for name, addr in self.route_masters(route).items():
+            ext = H.GetProducerConnectionListRequestHeader(producer_group=group).to_ext()
+            resp = await self.invoke_broker(addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, ext)
+            try:
+                self.check(resp, f"producerConnection {group} on {name}")
+            except AdminError as exc:
+                last = exc
+                continue
+            conns.extend(loads(resp.body_bytes).get("connectionSet") or [])
+        if not conns and last is not None:
+            raise last
+        return conns
+
+    async def broker_config(self, broker_addr: str) -> dict[str, str]:
+        resp = await self.invoke_broker(broker_addr, RequestCode.GET_BROKER_CONFIG)
+        text = self.check(resp, f"broker config of {broker_addr}").body_bytes.decode("utf-8", "replace")
+        out: dict[str, str] = {}
+        for line in text.splitlines():
+            k, sep, v = line.partition("=")
+            if sep and k.strip() and not k.lstrip().startswith("#"):
+                out[k.strip()] = v.strip()
+        return out
+
+    async def put_kv_config(self, namespace: str, key: str, value: str) -> None:
+        ext = H.PutKVConfigRequestHeader(namespace=namespace, key=key, value=value).to_ext()
+        for addr in self.namesrv_addrs:
+            req = RemotingCommand.request(RequestCode.PUT_KV_CONFIG, ext)
+            try:
+                resp = await self._remoting.invoke(addr, req, self.timeout_s)
+            except RemotingError as exc:
+                raise NamesrvUnreachableError(f"NameServer {addr} unreachable: {exc}") from None
+            self.check(resp, f"put kv config on {addr}")
+
+    async def get_kv_config(self, namespace: str, key: str) -> str | None:
+        ext = H.GetKVConfigRequestHeader(namespace=namespace, key=key).to_ext()
+        resp = await self.invoke_namesrv(RequestCode.GET_KV_CONFIG, ext)
+        if resp.code == ResponseCode.QUERY_NOT_FOUND:
+            return None
+        return self.check(resp, "get kv config").ext_fields.get("value")
+
+    async def delete_kv_config(self, namespace: str, key: str) -> None:
+        ext = H.DeleteKVConfigRequestHeader(namespace=namespace, key=key).to_ext()
+        for addr in self.namesrv_addrs:
+            req = RemotingCommand.request(RequestCode.DELETE_KV_CONFIG, ext)
+            try:
+                resp = await self._remoting.invoke(addr, req, self.timeout_s)
+            except RemotingError as exc:
+                raise NamesrvUnreachableError(f"NameServer {addr} unreachable: {exc}") from None
+            self.check(resp, f"delete kv config on {addr}")
+
+    async def resend_message(self, offset_msg_id: str, topic: str | None = None) -> SendResult:
+        """Send a stored message again (e.g. out of a DLQ) to ``topic`` or the topic it was first sent to."""
+        msg = await self.view_message(offset_msg_id)
+        target = topic or msg.properties.get("RETRY_TOPIC") or msg.properties.get("REAL_TOPIC") or msg.topic
+        return await self.send_message(target, msg.body, tags=msg.tags, keys=msg.keys)
+
     # -- misc ----------------------------------------------------------------------------------------------
     async def gather(self, *aws: Any) -> list[Any]:
         return list(await asyncio.gather(*aws))

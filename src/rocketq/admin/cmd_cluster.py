@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 from .client import AdminClient
@@ -153,4 +154,40 @@ async def broker_status(admin: AdminClient, a: argparse.Namespace, out: TextIO) 
         rt = await admin.broker_runtime_info(addr)
         rows.extend((addr, k, rt[k]) for k in sorted(rt))
     table(out, ("Broker Addr", "Key", "Value"), rows)
+    return 0
+
+
+@command("getBrokerConfig", "Print a broker's configuration", _broker_status_args)
+async def get_broker_config(admin: AdminClient, a: argparse.Namespace, out: TextIO) -> int:
+    targets = [a.broker_addr] if a.broker_addr else list((await admin.master_addrs(a.cluster)).values())
+    for addr in targets:
+        cfg = await admin.broker_config(addr)
+        out.write(f"============{addr}============\n")
+        width = max((len(k) for k in cfg), default=0)
+        for k in sorted(cfg):
+            out.write(f"{k.ljust(width)} = {cfg[k]}\n")
+    return 0
+
+
+def _kv_args(with_value: bool) -> Callable[[argparse.ArgumentParser], None]:
+    def add(p: argparse.ArgumentParser) -> None:
+        p.add_argument("-s", "--namespace", required=True, help="KV namespace")
+        p.add_argument("-k", "--key", required=True, help="key")
+        if with_value:
+            p.add_argument("-v", "--value", required=True, help="value")
+
+    return add
+
+
+@command("updateKvConfig", "Create or update a NameServer KV config entry", _kv_args(True))
+async def update_kv_config(admin: AdminClient, a: argparse.Namespace, out: TextIO) -> int:
+    await admin.put_kv_config(a.namespace, a.key, a.value)
+    out.write("update kv config in namespace success.\n")
+    return 0
+
+
+@command("deleteKvConfig", "Delete a NameServer KV config entry", _kv_args(False))
+async def delete_kv_config(admin: AdminClient, a: argparse.Namespace, out: TextIO) -> int:
+    await admin.delete_kv_config(a.namespace, a.key)
+    out.write("delete kv config from namespace success.\n")
     return 0

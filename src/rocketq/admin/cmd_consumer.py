@@ -257,3 +257,44 @@ async def reset_offset_by_time(admin: AdminClient, a: argparse.Namespace, out: T
         return 0
     table(out, ("Broker Name", "QID", "Offset"), ((b, q, off) for (_, b, q), off in sorted(table_.items())))
     return 0
+
+
+def _delete_sub_group_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("-b", "--brokerAddr", dest="broker_addr", help="broker address ip:port")
+    g.add_argument("-c", "--clusterName", dest="cluster", help="every master of this cluster")
+    p.add_argument("-g", "--groupName", dest="group", required=True, help="consumer group name")
+
+
+@command("deleteSubGroup", "Delete a subscription group from brokers", _delete_sub_group_args)
+async def delete_sub_group(admin: AdminClient, a: argparse.Namespace, out: TextIO) -> int:
+    targets = [a.broker_addr] if a.broker_addr else list((await admin.master_addrs(a.cluster)).values())
+    for addr in targets:
+        await admin.delete_subscription_group(addr, a.group)
+        out.write(f"delete subscription group [{a.group}] from broker [{addr}] success.\n")
+    return 0
+
+
+def _producer_conn_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-g", "--producerGroup", dest="group", required=True, help="producer group")
+    p.add_argument("-t", "--topic", required=True, help="a topic the group sends to")
+
+
+@command("producerConnection", "Show a producer group's connections", _producer_conn_args)
+async def producer_connection(admin: AdminClient, a: argparse.Namespace, out: TextIO) -> int:
+    conns = await admin.producer_connection(a.group, a.topic)
+    table(
+        out,
+        ("", "ClientId", "ClientAddr", "Language", "Version"),
+        (
+            (
+                f"{i:03d}",
+                c.get("clientId", ""),
+                c.get("clientAddr", ""),
+                c.get("language", ""),
+                version_desc(c.get("version", "")),
+            )
+            for i, c in enumerate(conns, 1)
+        ),
+    )
+    return 0

@@ -251,3 +251,27 @@ async def print_msg(admin: AdminClient, a: argparse.Namespace, out: TextIO) -> i
                 break
             offset = r.next_begin_offset
     return 0
+
+
+def _by_unique_key_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-i", "--msgId", dest="msg_id", required=True, help="client msgId (UNIQ_KEY)")
+    p.add_argument("-t", "--topic", required=True, help="topic name")
+    p.add_argument(
+        "-g", "--consumerGroup", dest="group", help="with -d: let this consumer consume it directly"
+    )
+    p.add_argument("-d", "--clientId", dest="client_id", help="with -g: the consumer's client id")
+
+
+@command("queryMsgByUniqueKey", "Query a message by its client msgId (UNIQ_KEY)", _by_unique_key_args)
+async def query_msg_by_unique_key(admin: AdminClient, a: argparse.Namespace, out: TextIO) -> int:
+    if bool(a.group) != bool(a.client_id):
+        raise UsageError("-g and -d go together")
+    found = await admin.query_message(a.topic, a.msg_id, max_num=32, unique_key=True)
+    if not found:
+        raise AdminError(
+            f"no message with msgId {a.msg_id} in topic {a.topic!r}", ResponseCode.QUERY_NOT_FOUND
+        )
+    print_message(out, found[0])
+    if a.group:
+        await _consume_directly(admin, out, found[0], a.group, a.client_id)
+    return 0

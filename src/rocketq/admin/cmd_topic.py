@@ -194,3 +194,50 @@ async def topic_status(admin: AdminClient, a: argparse.Namespace, out: TextIO) -
         ),
     )
     return 0
+
+
+@command("topicClusterList", "List the clusters a topic lives in", _topic_args)
+async def topic_cluster_list(admin: AdminClient, a: argparse.Namespace, out: TextIO) -> int:
+    route = await admin.topic_route(a.topic)
+    info = await admin.cluster_info()
+    names = {bd["brokerName"] for bd in route["brokerDatas"]}
+    for cluster in sorted(c for c, brokers in info["clusterAddrTable"].items() if names & set(brokers)):
+        out.write(cluster + "\n")
+    return 0
+
+
+def _update_perm_args(p: argparse.ArgumentParser) -> None:
+    _broker_or_cluster(p)
+    p.add_argument("-t", "--topic", required=True, help="topic name")
+    p.add_argument("-p", "--perm", type=int, required=True, help="new permission W=2|R=4|WR=6")
+
+
+@command("updateTopicPerm", "Update a topic's read/write permission", _update_perm_args)
+async def update_topic_perm(admin: AdminClient, a: argparse.Namespace, out: TextIO) -> int:
+    if a.perm not in (2, 4, 6):
+        raise UsageError("-p must be 2 (W), 4 (R) or 6 (RW)")
+    route = await admin.topic_route(a.topic)
+    masters = admin.route_masters(route)
+    if a.broker_addr:
+        targets = {n: addr for n, addr in masters.items() if addr == a.broker_addr}
+        if not targets:
+            raise AdminError(f"broker {a.broker_addr} does not serve topic {a.topic!r}")
+    else:
+        in_cluster = await admin.master_addrs(a.cluster)
+        targets = {n: addr for n, addr in masters.items() if n in in_cluster}
+    queue_data = {qd["brokerName"]: qd for qd in route["queueDatas"]}
+    for name, addr in sorted(targets.items()):
+        qd = queue_data.get(name)
+        if qd is None:
+            continue
+        old = int(qd.get("perm", 6))
+        cfg = TopicConfig(
+            a.topic,
+            int(qd.get("readQueueNums", 8)),
+            int(qd.get("writeQueueNums", 8)),
+            a.perm,
+            topic_sys_flag=int(qd.get("topicSysFlag", 0)),
+        )
+        await admin.create_topic(addr, cfg)
+        out.write(f"update topic perm from {old} to {a.perm} in {addr} success.\n")
+    return 0
