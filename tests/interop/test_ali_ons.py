@@ -231,6 +231,7 @@ def test_ali_ons_retry_path(standalone: Standalone) -> None:
             "messages": [
                 {"topic": topic, "tags": "TagR", "body": "RETRY-me"},
                 {"topic": topic, "tags": "TagR", "body": "plain"},
+                {"topic": topic, "tags": "TagR", "body": "RETRYBIG", "size": BIG},  # zlib-compressed
             ],
         },
     )
@@ -240,7 +241,7 @@ def test_ali_ons_retry_path(standalone: Standalone) -> None:
             "nameSrv": standalone.namesrv,
             "group": group,
             "topic": topic,
-            "expect": 2,
+            "expect": 3,
             "timeoutMs": 60000,
             "failUntil": {"RETRY": 2},
         },
@@ -253,6 +254,10 @@ def test_ali_ons_retry_path(standalone: Standalone) -> None:
     assert all(m["topic"] == topic for m in retried)
     assert retried[1]["properties"].get("ORIGIN_MESSAGE_ID")
     assert [m["bodyHead"] for m in run.of("msg")].count("plain") == 1
+    # a compressed body keeps its COMPRESSED sysFlag through send-back and the retry topic
+    big = [m for m in run.of("msg") if m["bodyLen"] >= 100]
+    assert [m["reconsumeTimes"] for m in big] == [0, 1, 2], run.report()
+    assert len({m["bodySha1"] for m in big}) == 1 and big[0]["bodyLen"] == BIG
 
 
 def test_node_scripts_fail_loudly_without_topic(standalone: Standalone) -> None:
