@@ -254,7 +254,11 @@ def test_search_view_query(cluster):
                 "beginTimestamp": "0",
                 "endTimestamp": str(now + 1000),
             }
-            r = await c.invoke(addr, rq(C.QUERY_MESSAGE, qm))
+            for _ in range(60):  # the index is built asynchronously, as in RocketMQ
+                r = await c.invoke(addr, rq(C.QUERY_MESSAGE, qm))
+                if r.code == ResponseCode.SUCCESS:
+                    break
+                await asyncio.sleep(0.05)
             assert r.code == ResponseCode.SUCCESS, r.remark
             assert [bytes(m.body) for m in records(r)] == [b"second"]
             assert "indexLastUpdateTimestamp" in r.ext_fields
