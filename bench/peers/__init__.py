@@ -1,0 +1,2 @@
+"""Side-by-side benchmark of rocketq against Redis Streams, RabbitMQ and NATS JetStream
+(`rocketq bench peers`)."""

@@ -1,0 +1,140 @@
+"""Helpers shared by the harness and the load generator: payloads, percentiles, ports, /proc readers."""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import time
+from collections.abc import Iterable
+
+TS = struct.Struct(">q")  # intended send time (time.monotonic_ns, system-wide on Linux) at the head of a body
+WARMUP_TS = 0  # bodies stamped 0 are warm-up messages: consumers skip them
+
+
+def payload_template(size: int) -> bytearray:
+    # incompressible filler so no client or broker gets a free ride from compression
+    return bytearray(os.urandom(size))
+
+
+def stamp(buf: bytearray, ts_ns: int) -> bytes:
+    TS.pack_into(buf, 0, ts_ns)
+    return bytes(buf)
+
+
+def stamp_of(body: bytes | memoryview) -> int:
+    return TS.unpack_from(body, 0)[0]
+
+
+def now_ns() -> int:
+    return time.monotonic_ns()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, timeout_s: float, alive: object = None) -> bool:
+    """True once 127.0.0.1:port accepts a connection; ``alive()`` False aborts early."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if alive is not None and not alive():  # type: ignore[operator]
+            return False
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+def proc_tree(pid: int) -> list[int]:
+    """pid and all its descendants (RabbitMQ's beam runs under a shell wrapper)."""
+    children: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(b")") + 2 :].split()[1])
+        children.setdefault(ppid, []).append(int(d))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(children.get(p, ()))
+    return out
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pids: Iterable[int]) -> float:
+    """utime + stime of the given processes (all threads), from /proc/PID/stat."""
+    total = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(b")") + 2 :].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / _TICK
+
+
+def write_bytes(pids: Iterable[int]) -> int:
+    """Bytes the processes caused to be sent to storage (/proc/PID/io write_bytes)."""
+    total = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/io") as f:
+                for line in f:
+                    if line.startswith("write_bytes:"):
+                        total += int(line.split()[1])
+        except OSError:
+            continue
+    return total
+
+
+def rss_bytes(pids: Iterable[int]) -> int:
+    total = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        total += int(line.split()[1]) * 1024
+        except OSError:
+            continue
+    return total
+
+
+def percentiles(h: object) -> dict[str, float]:
+    """p50/p99/p99.9/max in microseconds from an HdrHistogram."""
+    if h is None or h.get_total_count() == 0:  # type: ignore[attr-defined]
+        return {"n": 0}
+    return {
+        "n": h.get_total_count(),  # type: ignore[attr-defined]
+        "p50": h.get_value_at_percentile(50.0),  # type: ignore[attr-defined]
+        "p99": h.get_value_at_percentile(99.0),  # type: ignore[attr-defined]
+        "p999": h.get_value_at_percentile(99.9),  # type: ignore[attr-defined]
+        "max": h.get_max_value(),  # type: ignore[attr-defined]
+    }
+
+
+def new_hist() -> object:
+    from hdrh.histogram import HdrHistogram
+
+    return HdrHistogram(1, 120_000_000, 3)  # 1 us .. 120 s
+
+
+def taskset(cpu: int | None) -> list[str]:
+    if cpu is None or (os.cpu_count() or 1) < 2:
+        return []
+    return ["taskset", "-c", str(cpu)]

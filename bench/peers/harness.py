@@ -1,0 +1,481 @@
+"""`rocketq bench peers`: rocketq against Redis Streams, RabbitMQ and NATS JetStream, side by side in one
+run, and against the machine's limits (../shared/specs/benchmarks.md).
+
+Per repetition, every (system, tier) in turn (interleaved: A B A B ...): fresh data dir, server pinned to
+one CPU, a producer and a consumer worker process (loadgen.py) pinned to the other. Per cell (size,
+in-flight window[, batch]): closed-loop max publish rate; the backlog it left is drained by a fresh
+consumer (consume rate); then an open-loop run at a fraction of that rate with a live consumer gives
+publish-ack and end-to-end latency. Then backlog catch-up after dropping the page cache, recovery
+after kill -9 (tier A), CPU and bytes written per message from /proc of the server tree."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import json
+import os
+import platform
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .common import now_ns, taskset
+from .install import ensure_all, unavailable_systems
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+SYSTEM_MODULES = {
+    "rocketq": "sys_rocketq",
+    "redis": "sys_redis",
+    "rabbitmq": "sys_rabbitmq",
+    "nats": "sys_nats",
+}
+SERVER_CPU, CLIENT_CPU = 1, 0
+
+
+@dataclass
+class Plan:
+    sizes: list[int] = field(default_factory=lambda: [128, 1024, 4096])
+    windows: list[int] = field(default_factory=lambda: [1, 64])
+    batch: int = 32  # rocketq batch send: messages per request
+    seconds: float = 1.0  # closed-loop max-rate phase
+    lat_seconds: float = 1.0  # open-loop latency phase
+    lat_fraction: float = 0.5  # open-loop rate = this x the cell's max rate
+    warmup_s: float = 0.2
+    backlog_seconds: float = 1.5  # fill time of the backlog catch-up test (1 KiB, 64 in flight)
+    recovery_seconds: float = 1.0  # fill time before kill -9 (tier A)
+    reps: int = 3
+    dd_mib: int = 512
+    limit_seconds: float = 1.0
+    systems: list[str] = field(default_factory=lambda: ["rocketq", "redis", "rabbitmq", "nats"])
+    tiers: list[str] = field(default_factory=lambda: ["A", "B"])
+    drop_caches: bool = True
+
+
+def smoke_plan() -> Plan:
+    return Plan(
+        sizes=[1024],
+        windows=[1, 64],
+        batch=8,
+        seconds=0.25,
+        lat_seconds=0.25,
+        warmup_s=0.05,
+        backlog_seconds=0.25,
+        recovery_seconds=0.2,
+        reps=1,
+        dd_mib=16,
+        limit_seconds=0.2,
+        drop_caches=False,
+    )
+
+
+class WorkerError(RuntimeError):
+    pass
+
+
+class Worker:
+    """A loadgen.py process (one role), pinned; JSON line requests and replies."""
+
+    def __init__(self, system: str, role: str, args: dict[str, Any] | None, env: dict[str, str]) -> None:
+        self.system, self.role = system, role
+        self.proc = subprocess.Popen(
+            [*taskset(CLIENT_CPU), sys.executable, os.path.join(HERE, "loadgen.py")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=REPO,
+        )
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        self.err: list[bytes] = []
+        threading.Thread(target=self._pump, args=(self.proc.stdout, self.lines), daemon=True).start()
+        threading.Thread(target=self._drain_err, daemon=True).start()
+        if args is not None:
+            self.call({"op": "init", "system": system, "role": role, "args": args}, 90)
+
+    def _pump(self, f: Any, q: queue.Queue[bytes]) -> None:
+        for line in f:
+            q.put(line)
+        q.put(b"")
+
+    def _drain_err(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.err.append(line)
+            del self.err[:-30]
+
+    def send(self, cmd: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(cmd).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def recv(self, timeout_s: float) -> dict[str, Any]:
+        try:
+            line = self.lines.get(timeout=timeout_s)
+        except queue.Empty:
+            raise WorkerError(f"{self.system} {self.role}: no answer in {timeout_s:.0f} s") from None
+        if not line:
+            raise WorkerError(f"{self.system} {self.role} exited: {b''.join(self.err).decode()[-800:]}")
+        r = json.loads(line)
+        if "error" in r:
+            raise WorkerError(f"{self.system} {self.role}: {r['error']}\n{r.get('trace', '')}")
+        return r
+
+    def call(self, cmd: dict[str, Any], timeout_s: float = 120) -> dict[str, Any]:
+        self.send(cmd)
+        return self.recv(timeout_s)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            if self.proc.poll() is None:
+                self.call({"op": "exit"}, 15)
+        with contextlib.suppress(Exception):
+            self.proc.wait(5)
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def worker_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (REPO, os.path.join(REPO, "src"), env.get("PYTHONPATH")) if p
+    )
+    return env
+
+
+def drop_caches() -> bool:
+    try:
+        os.sync()
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("1\n")
+        return True
+    except OSError:
+        return False
+
+
+class Runner:
+    def __init__(self, plan: Plan, scratch: str, log: Any) -> None:
+        self.plan = plan
+        self.scratch = scratch
+        self.log = log
+        self.env = worker_env()
+        self._seq = 0
+
+    def name(self, prefix: str) -> str:
+        self._seq += 1
+        return f"{prefix}{self._seq}"
+
+    def say(self, msg: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=self.log, flush=True)
+
+    # -- one (system, tier) in one repetition ---------------------------------------------------------
+    def run_system(self, system: str, tier: str, rep: int) -> dict[str, Any]:
+        mod = importlib.import_module(f".{SYSTEM_MODULES[system]}", __package__)
+        root = tempfile.mkdtemp(prefix=f"{system}-{tier}-", dir=self.scratch)
+        server = mod.SERVER(tier, root, SERVER_CPU)
+        out: dict[str, Any] = {"system": system, "tier": tier, "rep": rep, "cells": []}
+        workers: list[Worker] = []
+        try:
+            out["start_s"] = server.start()
+            args = server.client_args()
+            prod = Worker(system, "producer", args, self.env)
+            workers.append(prod)
+            cons = Worker(system, "consumer", args, self.env)
+            workers.append(cons)
+            cells: list[tuple[int, int, int]] = [
+                (s, w, 0) for s in self.plan.sizes for w in self.plan.windows
+            ]
+            if mod.CLIENT.supports_batch and self.plan.batch:
+                mid = 1024 if 1024 in self.plan.sizes else self.plan.sizes[0]
+                cells += [(mid, w, self.plan.batch) for w in self.plan.windows]
+            noise_cell = (1024 if 1024 in self.plan.sizes else self.plan.sizes[0], max(self.plan.windows), 0)
+            cells.append(noise_cell)  # the same config twice: the noise floor
+            for i, (size, window, batch) in enumerate(cells):
+                cell = self.run_cell(server, prod, cons, size, window, batch)
+                cell["repeat"] = i == len(cells) - 1
+                out["cells"].append(cell)
+                self.say(
+                    f"{system}/{tier} rep{rep} {size}B w{window}{f' batch{batch}' if batch else ''}: "
+                    f"pub {cell['pub_rate']:.0f}/s cons {cell.get('cons_rate', 0):.0f}/s "
+                    f"ack p50 {cell.get('lat_ack', {}).get('p50', '-')} us "
+                    f"e2e p50 {cell.get('lat_e2e', {}).get('p50', '-')} us"
+                )
+            out["backlog"] = self.run_backlog(server, prod, cons)
+            out["rss_bytes"] = server.rss_bytes()
+            if tier == "A":
+                out["recovery"] = self.run_recovery(system, server, prod, cons, workers)
+        except Exception as exc:
+            out["error"] = f"{type(exc).__name__}: {exc}"[:2000]
+            out["server_log"] = server.log_tail(1500)
+            self.say(f"{system}/{tier} rep{rep} FAILED: {out['error']}")
+        finally:
+            for w in workers:
+                w.close()
+            server.cleanup()
+        return out
+
+    def run_cell(
+        self, server: Any, prod: Worker, cons: Worker, size: int, window: int, batch: int
+    ) -> dict[str, Any]:
+        p = self.plan
+        t_thr, t_lat = self.name("thr"), self.name("lat")
+        prod.call({"op": "prepare", "topics": [t_thr, t_lat]}, 90)
+        cell: dict[str, Any] = {"size": size, "window": window, "batch": batch}
+        # 1. max publish rate (closed loop), server CPU and bytes written during it
+        cpu0, wb0 = server.cpu_seconds(), server.write_bytes()
+        r = prod.call(
+            {
+                "op": "produce",
+                "topic": t_thr,
+                "size": size,
+                "window": window,
+                "batch": batch,
+                "seconds": p.seconds,
+                "warmup_s": p.warmup_s,
+            },
+            p.seconds + p.warmup_s + 120,
+        )
+        cpu1, wb1 = server.cpu_seconds(), server.write_bytes()
+        n = r["n"]
+        cell.update(
+            pub_n=n,
+            pub_errors=r["errors"],
+            pub_first_error=r["first_error"],
+            pub_rate=n / r["elapsed_s"] if r["elapsed_s"] > 0 else 0.0,
+            ack_closed=r["ack"],
+            cpu_pub_us=(cpu1 - cpu0) / n * 1e6 if n else None,
+            write_bytes_per_msg=(wb1 - wb0) / n if n else None,
+        )
+        cell["pub_mb_s"] = cell["pub_rate"] * size / 1e6
+        # 2. drain that backlog with a fresh consumer (page cache warm)
+        if n:
+            cons.call({"op": "subscribe", "topic": t_thr, "group": self.name("g")}, 90)
+            d = cons.call({"op": "drain", "expect": n, "timeout_s": 60}, 120)
+            cpu2 = server.cpu_seconds()
+            cell.update(cons_n=d["n"], cons_rate=d["rate"], cpu_cons_us=(cpu2 - cpu1) / max(1, d["n"]) * 1e6)
+        # 3. open-loop latency at a fraction of the max rate, consumer live
+        if not batch and n:
+            rate = max(1.0, cell["pub_rate"] * p.lat_fraction)
+            cons.call({"op": "subscribe", "topic": t_lat, "group": self.name("g")}, 90)
+            lr = prod.call(
+                {
+                    "op": "produce",
+                    "topic": t_lat,
+                    "size": size,
+                    "window": window,
+                    "rate": rate,
+                    "seconds": p.lat_seconds,
+                },
+                p.lat_seconds + 120,
+            )
+            d = cons.call({"op": "drain", "expect": lr["n"], "timeout_s": 30}, 90)
+            cell.update(
+                lat_rate=rate,
+                lat_n=lr["n"],
+                lat_errors=lr["errors"],
+                lat_ack=lr["ack"],
+                lat_e2e=d["e2e"],
+                lat_consumed=d["n"],
+            )
+        return cell
+
+    def run_backlog(self, server: Any, prod: Worker, cons: Worker) -> dict[str, Any]:
+        """Stop consumers, fill, drop the page cache, drain while producing at 10 % of the fill rate."""
+        p = self.plan
+        size = 1024
+        topic = self.name("backlog")
+        prod.call({"op": "prepare", "topics": [topic]}, 90)
+        r = prod.call(
+            {"op": "produce", "topic": topic, "size": size, "window": 64, "seconds": p.backlog_seconds},
+            p.backlog_seconds + 120,
+        )
+        n = r["n"]
+        fill_rate = n / r["elapsed_s"] if r["elapsed_s"] > 0 else 0.0
+        dropped = drop_caches() if p.drop_caches else False
+        cons.call({"op": "subscribe", "topic": topic, "group": self.name("g")}, 90)
+        prod.send(
+            {
+                "op": "produce",
+                "topic": topic,
+                "size": size,
+                "window": 64,
+                "rate": max(1.0, fill_rate * 0.1),
+                "seconds": p.backlog_seconds,
+            }
+        )
+        d = cons.call({"op": "drain", "expect": n, "timeout_s": 60}, 120)
+        prod.recv(p.backlog_seconds + 120)
+        return {
+            "n": n,
+            "fill_rate": fill_rate,
+            "drain_n": d["n"],
+            "drain_rate": d["rate"],
+            "caches_dropped": dropped,
+        }
+
+    def run_recovery(
+        self, system: str, server: Any, prod: Worker, cons: Worker, workers: list[Worker]
+    ) -> dict:
+        """Fill, kill -9 the server tree, restart on the same data: time to the first acknowledged publish
+        and to having consumed every acknowledged message."""
+        p = self.plan
+        topic = self.name("recov")
+        prod.call({"op": "prepare", "topics": [topic]}, 90)
+        r = prod.call(
+            {"op": "produce", "topic": topic, "size": 1024, "window": 64, "seconds": p.recovery_seconds},
+            p.recovery_seconds + 120,
+        )
+        n = r["n"]
+        probe = Worker(system, "producer", None, self.env)  # connects only after the restart
+        workers.append(probe)
+        args = server.client_args()
+        server.kill9()
+        t0 = now_ns()
+        port_s = server.start()
+        fp = probe.call(
+            {"op": "first_publish", "system": system, "args": args, "topic": topic, "timeout_s": 60}, 120
+        )
+        fresh = Worker(system, "consumer", server.client_args(), self.env)
+        workers.append(fresh)
+        fresh.call({"op": "subscribe", "topic": topic, "group": self.name("g")}, 90)
+        d = fresh.call({"op": "drain", "expect": n, "timeout_s": 60}, 120)
+        return {
+            "acked": n,
+            "restart_port_s": port_s,
+            "first_publish_s": (fp["t"] - t0) / 1e9 if fp.get("ok") else None,
+            "consumed": d["n"],
+            "lost": max(0, n - d["n"]),
+            "drain_s": (d["t_last"] - t0) / 1e9 if d["n"] else None,
+        }
+
+
+def machine_facts() -> dict[str, Any]:
+    facts: dict[str, Any] = {
+        "nproc": os.cpu_count(),
+        "python": platform.python_version(),
+        "kernel": platform.release(),
+        "arch": platform.machine(),
+    }
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                facts["cpu"] = line.split(":", 1)[1].strip()
+                break
+    with contextlib.suppress(OSError), open("/proc/meminfo") as f:
+        facts["mem_gib"] = round(int(f.readline().split()[1]) / 1048576, 1)
+    facts["loadavg_start"] = os.getloadavg()
+    versions: dict[str, str] = {}
+    for name, cmd in {
+        "redis-server": ["redis-server", "--version"],
+        "rabbitmq-server": ["dpkg-query", "-W", "-f=${Version}", "rabbitmq-server"],
+        "erlang": ["dpkg-query", "-W", "-f=${Version}", "erlang-base"],
+        "nats-server": [os.path.join(os.path.dirname(sys.executable), "nats-server"), "--version"],
+    }.items():
+        with contextlib.suppress(Exception):
+            versions[name] = subprocess.run(cmd, capture_output=True, timeout=10).stdout.decode().strip()[:80]
+    with contextlib.suppress(Exception):
+        from importlib.metadata import version
+
+        for pkg in ("rocketq", "redis", "hiredis", "aio-pika", "nats-py", "uvloop"):
+            with contextlib.suppress(Exception):
+                versions[pkg] = version(pkg)
+    facts["versions"] = versions
+    return facts
+
+
+def run(
+    plan: Plan, scratch: str, log: Any = sys.stderr, skip: dict[str, str] | None = None
+) -> dict[str, Any]:
+    runner = Runner(plan, scratch, log)
+    skip = dict(skip or {})
+    results: dict[str, Any] = {"plan": asdict(plan), "machine": machine_facts(), "skipped": skip, "runs": []}
+    t0 = time.monotonic()
+    runner.say("machine limits")
+    from .limits import measure
+
+    results["limits"] = measure(scratch, plan.sizes, plan.dd_mib, plan.limit_seconds, SERVER_CPU, CLIENT_CPU)
+    runner.say(f"limits: {json.dumps(results['limits'])}")
+    for rep in range(plan.reps):
+        for system in plan.systems:
+            if system in skip:
+                continue
+            mod = importlib.import_module(f".{SYSTEM_MODULES[system]}", __package__)
+            for tier in plan.tiers:
+                if tier not in mod.SERVER.tiers:
+                    continue
+                results["runs"].append(runner.run_system(system, tier, rep))
+    results["machine"]["loadavg_end"] = os.getloadavg()
+    results["elapsed_s"] = time.monotonic() - t0
+    results["finished_utc"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="rocketq bench peers", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--smoke", action="store_true", help="tiny counts, every system once (CI)")
+    ap.add_argument("--reps", type=int, default=None, help="interleaved repetitions (default 3)")
+    ap.add_argument("--out", default=None, help="markdown file whose '## Peers' section is (re)written")
+    ap.add_argument("--json", default=None, help="write the raw results here")
+    ap.add_argument("--from-json", default=None, help="only render --out from earlier raw results")
+    ap.add_argument("--systems", default=None, help="comma list (rocketq,redis,rabbitmq,nats)")
+    ap.add_argument("--tiers", default=None, help="comma list (A,B)")
+    ap.add_argument("--sizes", default=None, help="comma list of message sizes")
+    ap.add_argument("--seconds", type=float, default=None, help="length of each measured phase")
+    ap.add_argument("--no-install", action="store_true", help="do not apt-get / pip install missing peers")
+    ap.add_argument("--command", default=None, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    from . import report
+
+    if a.from_json:
+        with open(a.from_json) as f:
+            results = json.load(f)
+    else:
+        plan = smoke_plan() if a.smoke else Plan()
+        if a.reps is not None:
+            plan.reps = a.reps
+        if a.systems:
+            plan.systems = a.systems.split(",")
+        if a.tiers:
+            plan.tiers = a.tiers.split(",")
+        if a.sizes:
+            plan.sizes = [int(x) for x in a.sizes.split(",")]
+        if a.seconds:
+            plan.seconds = plan.lat_seconds = a.seconds
+        problems = {} if a.no_install else ensure_all()
+        for pkg, why in problems.items():
+            print(f"install: {pkg}: {why}", file=sys.stderr)
+        skip = unavailable_systems(problems)
+        if "rocketq" in skip:
+            print(f"cannot run: {skip['rocketq']}", file=sys.stderr)
+            return 2
+        with tempfile.TemporaryDirectory(
+            prefix="rocketq-peers-", dir=os.environ.get("ROCKETQ_BENCH_DIR")
+        ) as d:
+            results = run(plan, d, sys.stderr, skip)
+        results["command"] = a.command or "rocketq bench peers " + " ".join(argv or sys.argv[1:])
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(results, f, indent=1)
+    text = report.render(
+        results, os.path.join(os.path.dirname(os.path.abspath(a.out)), "img") if a.out else None
+    )
+    if a.out:
+        report.write_section(a.out, text)
+        print(f"wrote the '## Peers' section of {a.out}", file=sys.stderr)
+    else:
+        print(text)
+    failed = [f"{r['system']}/{r['tier']}: {r['error']}" for r in results["runs"] if "error" in r]
+    for f in failed:
+        print(f"FAILED {f}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

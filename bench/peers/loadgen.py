@@ -1,0 +1,260 @@
+"""Load generator worker: one process per role (producer or consumer), driven by JSON lines on stdin,
+answering JSON lines on stdout. Every system is driven by this same asyncio code; only the adapter's
+publish / subscribe differ.
+
+Producer, closed loop: ``window`` coroutines each awaiting its publish (max throughput).
+Producer, open loop: message i is due at t0 + i/rate; its intended time is stamped into the body and
+latency is measured from it, so a stalled broker is charged for every message it delayed (no
+coordinated omission); at most ``window`` publishes are in flight."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import os
+import sys
+import time
+import traceback
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make "bench.peers" importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    __package__ = "bench.peers"
+
+from bench.peers.common import TS, WARMUP_TS, new_hist, now_ns, payload_template, percentiles, stamp
+
+SYSTEMS = {"rocketq": "sys_rocketq", "redis": "sys_redis", "rabbitmq": "sys_rabbitmq", "nats": "sys_nats"}
+
+
+def client_class(system: str) -> Any:
+    return importlib.import_module(f"bench.peers.{SYSTEMS[system]}").CLIENT
+
+
+class Worker:
+    def __init__(self) -> None:
+        self.client: Any = None
+        self.count = 0
+        self.t_first = 0
+        self.t_last = 0
+        self.e2e: Any = None
+        self.done: asyncio.Event | None = None
+        self.expect: int | None = None
+        self.t_ready = 0
+
+    # -- producer ----------------------------------------------------------------------------------
+    async def produce(self, c: dict[str, Any]) -> dict[str, Any]:
+        topic, size, window = c["topic"], int(c["size"]), int(c["window"])
+        batch = int(c.get("batch") or 0)
+        rate = c.get("rate")
+        buf = payload_template(size)
+        cl = self.client
+        if batch:
+
+            async def send(ts: int) -> None:
+                body = stamp(buf, ts)
+                await cl.publish_batch(topic, [body] * batch)
+        else:
+
+            async def send(ts: int) -> None:
+                await cl.publish(topic, stamp(buf, ts))
+
+        per = batch or 1
+        if c.get("warmup_s"):
+            await self._closed(send, window, float(c["warmup_s"]), warm=True)
+        hist = new_hist()
+        if rate:
+            r = await self._open(send, window, float(c["seconds"]), float(rate) / per, hist)
+        else:
+            r = await self._closed(send, window, float(c["seconds"]), hist=hist)
+        r["n"] *= per
+        r["ack"] = percentiles(hist)
+        return r
+
+    async def _closed(
+        self, send: Any, window: int, seconds: float, warm: bool = False, hist: Any = None
+    ) -> dict[str, Any]:
+        end = now_ns() + int(seconds * 1e9)
+        n = errors = 0
+        first_error = ""
+        last_ack = t0 = now_ns()
+
+        async def one() -> None:
+            nonlocal n, errors, first_error, last_ack
+            while True:
+                ts = now_ns()
+                if ts >= end:
+                    return
+                try:
+                    await send(WARMUP_TS if warm else ts)
+                except Exception as exc:
+                    errors += 1
+                    first_error = first_error or repr(exc)
+                    await asyncio.sleep(0.01)
+                    continue
+                last_ack = now_ns()
+                n += 1
+                if hist is not None:
+                    hist.record_value(max(1, (last_ack - ts) // 1000))
+
+        await asyncio.gather(*(one() for _ in range(window)))
+        return {"n": n, "errors": errors, "first_error": first_error, "elapsed_s": (last_ack - t0) / 1e9}
+
+    async def _open(self, send: Any, window: int, seconds: float, rate: float, hist: Any) -> dict[str, Any]:
+        sem = asyncio.Semaphore(window)
+        loop = asyncio.get_running_loop()
+        interval = 1e9 / rate
+        t0 = now_ns() + 1_000_000
+        total = int(seconds * rate)
+        n = errors = 0
+        first_error = ""
+        last_ack = t0
+        pending: set[asyncio.Task[None]] = set()
+
+        async def one(intended: int) -> None:
+            nonlocal n, errors, first_error, last_ack
+            try:
+                await send(intended)
+            except Exception as exc:
+                errors += 1
+                first_error = first_error or repr(exc)
+                return
+            finally:
+                sem.release()
+            last_ack = now_ns()
+            n += 1
+            hist.record_value(max(1, (last_ack - intended) // 1000))
+
+        for i in range(total):
+            intended = t0 + int(i * interval)
+            delay = intended - now_ns()
+            if delay > 200_000:
+                await asyncio.sleep(delay / 1e9)
+            await sem.acquire()
+            t = loop.create_task(one(intended))
+            pending.add(t)
+            t.add_done_callback(pending.discard)
+        if pending:
+            await asyncio.wait(pending, timeout=60)
+        return {"n": n, "errors": errors, "first_error": first_error, "elapsed_s": (last_ack - t0) / 1e9}
+
+    # -- consumer ----------------------------------------------------------------------------------
+    def on_bodies(self, bodies: list[Any]) -> None:
+        t = now_ns()
+        unpack = TS.unpack_from
+        hist = self.e2e
+        for b in bodies:
+            ts = unpack(b, 0)[0]
+            if ts == WARMUP_TS:
+                continue
+            if not self.count:
+                self.t_first = t
+            self.count += 1
+            hist.record_value(max(1, (t - ts) // 1000))
+        self.t_last = t
+        if self.expect is not None and self.count >= self.expect and self.done is not None:
+            self.done.set()
+
+    async def subscribe(self, c: dict[str, Any]) -> dict[str, Any]:
+        self.count = 0
+        self.t_first = self.t_last = 0
+        self.e2e = new_hist()
+        self.expect = None
+        self.done = asyncio.Event()
+        t0 = time.monotonic()
+        await self.client.subscribe(c["topic"], c["group"], self.on_bodies)
+        self.t_ready = now_ns()
+        return {"ready_s": time.monotonic() - t0}
+
+    async def drain(self, c: dict[str, Any]) -> dict[str, Any]:
+        assert self.done is not None
+        self.expect = int(c["expect"])
+        if self.count >= self.expect:
+            self.done.set()
+        try:
+            await asyncio.wait_for(self.done.wait(), float(c.get("timeout_s", 60)))
+        except TimeoutError:
+            pass
+        await self.client.unsubscribe()
+        # from "subscribed" to the last message: includes the first fetch, as a catching-up consumer sees it
+        span = (self.t_last - self.t_ready) / 1e9 if self.count else 0.0
+        return {
+            "n": self.count,
+            "span_s": span,
+            "rate": self.count / span if span > 0 else 0.0,
+            "e2e": percentiles(self.e2e),
+            "t_first": self.t_first,
+            "t_last": self.t_last,
+        }
+
+    # -- dispatch ----------------------------------------------------------------------------------
+    async def handle(self, c: dict[str, Any]) -> dict[str, Any]:
+        op = c["op"]
+        if op == "init":
+            self.client = client_class(c["system"])(c["args"])
+            await asyncio.wait_for(self.client.connect(c["role"]), 60)
+            return {"ok": True}
+        if op == "prepare":
+            for t in c["topics"]:
+                await asyncio.wait_for(self.client.prepare(t), 60)
+            return {"ok": True}
+        if op == "produce":
+            return await self.produce(c)
+        if op == "subscribe":
+            return await asyncio.wait_for(self.subscribe(c), 60)
+        if op == "drain":
+            return await self.drain(c)
+        if op == "first_publish":  # recovery: retry until one publish is acknowledged
+            deadline = time.monotonic() + float(c.get("timeout_s", 60))
+            buf = payload_template(int(c.get("size", 128)))
+            while True:
+                try:
+                    if self.client is None:
+                        self.client = client_class(c["system"])(c["args"])
+                        await asyncio.wait_for(self.client.connect("producer"), 10)
+                    await asyncio.wait_for(self.client.publish(c["topic"], stamp(buf, WARMUP_TS)), 10)
+                    return {"ok": True, "t": now_ns()}
+                except Exception as exc:
+                    if time.monotonic() > deadline:
+                        return {"ok": False, "error": repr(exc)}
+                    if self.client is not None:
+                        try:
+                            await asyncio.wait_for(self.client.close(), 2)
+                        except BaseException:
+                            pass
+                    self.client = None
+                    await asyncio.sleep(0.05)
+        if op == "exit":
+            if self.client is not None:
+                await asyncio.wait_for(self.client.close(), 10)
+            return {"ok": True, "exit": True}
+        raise ValueError(f"unknown op {op}")
+
+
+async def main() -> None:
+    w = Worker()
+    loop = asyncio.get_running_loop()
+    out = sys.stdout
+    while True:
+        line = await loop.run_in_executor(None, sys.stdin.readline)
+        if not line:
+            break
+        c = json.loads(line)
+        try:
+            r = await w.handle(c)
+        except BaseException as exc:  # report, keep serving
+            r = {"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()[-1500:]}
+        out.write(json.dumps(r) + "\n")
+        out.flush()
+        if r.get("exit"):
+            break
+
+
+if __name__ == "__main__":
+    try:
+        import uvloop
+
+        uvloop.run(main())
+    except ImportError:
+        asyncio.run(main())
+    os._exit(0)  # do not wait for third-party background threads

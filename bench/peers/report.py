@@ -1,0 +1,467 @@
+# ruff: noqa: E501 - report prose and markdown rows read better unwrapped
+"""Turn the harness's raw results into the '## Peers' section of docs/benchmarks.md and its PNG plots."""
+
+from __future__ import annotations
+
+import os
+import re
+import statistics
+from collections import defaultdict
+from typing import Any
+
+SYSTEMS = ["rocketq", "redis", "rabbitmq", "nats"]
+LABEL = {"rocketq": "rocketq", "redis": "Redis Streams", "rabbitmq": "RabbitMQ", "nats": "NATS JetStream"}
+TIER_TEXT = {
+    "A": "tier A (acknowledged after fsync): rocketq SYNC_FLUSH, Redis appendfsync always, RabbitMQ durable queue + "
+    "persistent + publisher confirms, NATS sync_interval always",
+    "B": "tier B (acknowledged from the page cache, bounded fsync window): rocketq ASYNC_FLUSH, Redis appendfsync "
+    "everysec, NATS sync_interval 1s (RabbitMQ has no tier B)",
+}
+
+
+def med(xs: list[float]) -> float | None:
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def num(x: float | None, digits: int = 0) -> str:
+    if x is None:
+        return "-"
+    if digits == 0:
+        return f"{x:,.0f}"
+    return f"{x:,.{digits}f}"
+
+
+def mmm(xs: list[float | None], digits: int = 0) -> str:
+    """median [min–max] (just the value with one repetition)."""
+    v = [x for x in xs if x is not None]
+    if not v:
+        return "-"
+    if len(v) == 1:
+        return num(v[0], digits)
+    return f"{num(statistics.median(v), digits)} [{num(min(v), digits)}–{num(max(v), digits)}]"
+
+
+def us(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x / 1000:.1f} ms" if x >= 10_000 else f"{x:,.0f} µs"
+
+
+class Agg:
+    """Cells of every repetition grouped by (system, tier) and (size, window, batch)."""
+
+    def __init__(self, results: dict[str, Any]) -> None:
+        self.r = results
+        self.cells: dict[tuple[str, str], dict[tuple[int, int, int], list[dict]]] = defaultdict(
+            lambda: defaultdict(list)
+        )
+        self.repeats: dict[tuple[str, str], list[tuple[dict, dict]]] = defaultdict(list)
+        self.runs: dict[tuple[str, str], list[dict]] = defaultdict(list)
+        for run in results["runs"]:
+            key = (run["system"], run["tier"])
+            self.runs[key].append(run)
+            first: dict[tuple[int, int, int], dict] = {}
+            for c in run.get("cells", []):
+                ck = (c["size"], c["window"], c["batch"])
+                if c.get("repeat"):
+                    if ck in first:
+                        self.repeats[key].append((first[ck], c))
+                    continue
+                first.setdefault(ck, c)
+                self.cells[key][ck].append(c)
+
+    def values(
+        self, key: tuple[str, str], ck: tuple[int, int, int], field: str, sub: str | None = None
+    ) -> list:
+        out = []
+        for c in self.cells.get(key, {}).get(ck, []):
+            v = c.get(field)
+            if sub is not None:
+                v = (v or {}).get(sub)
+            if v is not None:
+                out.append(v)
+        return out
+
+    def median(
+        self, key: tuple[str, str], ck: tuple[int, int, int], field: str, sub: str | None = None
+    ) -> float | None:
+        return med(self.values(key, ck, field, sub))
+
+    def keys(self, tier: str) -> list[tuple[str, str]]:
+        return [(s, tier) for s in SYSTEMS if (s, tier) in self.runs]
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    if a is None or b is None or b == 0:
+        return "-"
+    return f"{a / b:.2f}"
+
+
+def render(results: dict[str, Any], img_dir: str | None) -> str:
+    ag = Agg(results)
+    plan = results["plan"]
+    m = results["machine"]
+    lim = results["limits"]
+    L: list[str] = ["## Peers", ""]
+    L.append(
+        f"Command: `{results.get('command', 'rocketq bench peers')}` — finished {results.get('finished_utc', '?')}, "
+        f"{results.get('elapsed_s', 0) / 60:.1f} min."
+    )
+    L.append("")
+    v = m.get("versions", {})
+    L.append(
+        f"Machine: {m.get('nproc')} CPUs ({m.get('cpu', '?')}), {m.get('mem_gib', '?')} GiB, Linux {m.get('kernel')}, "
+        f"Python {m.get('python')}, load average {m['loadavg_start'][0]:.1f} at the start and "
+        f"{m.get('loadavg_end', [0])[0]:.1f} at the end (a shared machine: absolute numbers are noise, the same-run "
+        "ratios are the result). Servers pinned to CPU 1, the load generator processes (one producer, one consumer, "
+        "asyncio + uvloop) to CPU 0, identically for every system; fresh data dir per server start."
+    )
+    L.append("")
+    L.append(
+        "Versions: "
+        + ", ".join(f"{k} {val}" for k, val in v.items() if val)
+        + ". Clients: rocketq.aio, redis-py + "
+        "hiredis (XADD / XREAD), aio-pika (confirms; consumer prefetch 256, ack every 32nd multiple=True), nats-py "
+        "(js.publish; durable pull consumer, fetch 256, AckPolicy.ALL on the last of each batch)."
+    )
+    L.append("")
+    L.append(
+        f"Method: per repetition every system and tier in turn (interleaved, {plan['reps']} repetition(s), median "
+        f"[min–max] shown). Per cell: {plan['warmup_s']} s warm-up, then {plan['seconds']} s closed loop with W "
+        "publishes in flight (max publish rate); a fresh consumer then drains that backlog (consume rate, page cache "
+        f"warm); then {plan['lat_seconds']} s open loop at {plan['lat_fraction']:.0%} of that cell's max rate with at "
+        "most W in flight and a live consumer: latency is measured from each message's intended send time (stamped in "
+        "the body, time.monotonic_ns) so stalls are charged to every message they delayed (no coordinated omission); "
+        "HdrHistogram. Bodies are random bytes (no compression anywhere). CPU is utime+stime of the server's process "
+        "tree from /proc during the phase; bytes written is /proc/PID/io write_bytes during the publish phase "
+        "(storage writes the server caused, including fsync rewrites of partial pages)."
+    )
+    L.append("")
+    for pkg, why in results.get("skipped", {}).items():
+        L.append(f"- **{pkg} skipped**: {why}")
+    failed = [r for r in results["runs"] if "error" in r]
+    for r in failed:
+        L.append(f"- **{r['system']} tier {r['tier']} rep {r['rep']} failed**: {r['error'][:300]}")
+    if results.get("skipped") or failed:
+        L.append("")
+
+    # -- machine limits --------------------------------------------------------------------------------
+    L.append("### Machine limits (same run)")
+    L.append("")
+    L.append(
+        f"- dd sequential write, bs=1M, conv=fdatasync ({lim['dd']['mib']} MiB): **{lim['dd']['mb_s']:,.0f} MB/s**"
+    )
+    L.append(
+        "- Python append + fdatasync per message: "
+        + ", ".join(f"{s} B {float(x):,.0f}/s" for s, x in lim["fsync_loop"].items())
+    )
+    L.append(
+        f"- loopback TCP bulk (Python sendall 1 MiB, pinned like the brokers): **{lim['loopback_mb_s']:,.0f} MB/s**"
+    )
+    L.append(f"- 64-byte asyncio ping-pong, 1 in flight: **{lim['pingpong_rt_s']:,.0f} round trips/s**")
+    L.append("")
+
+    # -- headline ratios ---------------------------------------------------------------------------------
+    L.append("### Headline: rocketq ÷ each peer, same tier, same run (publish msg/s, median)")
+    L.append("")
+    L.append("| tier | size | in flight | " + " | ".join(f"÷ {LABEL[s]}" for s in SYSTEMS[1:]) + " |")
+    L.append("|---|---|---|" + "---|" * (len(SYSTEMS) - 1))
+    for tier in plan["tiers"]:
+        if ("rocketq", tier) not in ag.runs:
+            continue
+        for size in plan["sizes"]:
+            for w in plan["windows"]:
+                rq = ag.median(("rocketq", tier), (size, w, 0), "pub_rate")
+                cols = [_ratio(rq, ag.median((s, tier), (size, w, 0), "pub_rate")) for s in SYSTEMS[1:]]
+                L.append(f"| {tier} | {size} | {w} | " + " | ".join(cols) + " |")
+    L.append("")
+
+    # -- throughput tables -------------------------------------------------------------------------------
+    for tier in plan["tiers"]:
+        keys = ag.keys(tier)
+        if not keys:
+            continue
+        L.append(f"### Throughput, {TIER_TEXT[tier]}")
+        L.append("")
+        L.append(
+            "Publish msg/s (closed loop, W in flight), median [min–max]; MB/s of payload; consume msg/s "
+            "(a fresh consumer draining that backlog)."
+        )
+        L.append("")
+        L.append(
+            "| size | W | "
+            + " | ".join(f"{LABEL[s]} pub msg/s" for s, _ in keys)
+            + " | "
+            + " | ".join(f"{LABEL[s]} MB/s" for s, _ in keys)
+            + " | "
+            + " | ".join(f"{LABEL[s]} consume msg/s" for s, _ in keys)
+            + " |"
+        )
+        L.append("|---|---|" + "---|" * (3 * len(keys)))
+        for size in plan["sizes"]:
+            for w in plan["windows"]:
+                ck = (size, w, 0)
+                L.append(
+                    f"| {size} | {w} | "
+                    + " | ".join(mmm(ag.values(k, ck, "pub_rate")) for k in keys)
+                    + " | "
+                    + " | ".join(num(ag.median(k, ck, "pub_mb_s"), 1) for k in keys)
+                    + " | "
+                    + " | ".join(mmm(ag.values(k, ck, "cons_rate")) for k in keys)
+                    + " |"
+                )
+        if ("rocketq", tier) in ag.runs:
+            bcells = sorted({ck for ck in ag.cells[("rocketq", tier)] if ck[2]})
+            if bcells:
+                L.append("")
+                L.append("rocketq batch send (one request carries B messages; W requests in flight):")
+                L.append("")
+                L.append("| size | B | W | pub msg/s | MB/s | consume msg/s | ÷ single sends, same W |")
+                L.append("|---|---|---|---|---|---|---|")
+                for ck in bcells:
+                    k = ("rocketq", tier)
+                    single = ag.median(k, (ck[0], ck[1], 0), "pub_rate")
+                    L.append(
+                        f"| {ck[0]} | {ck[2]} | {ck[1]} | {mmm(ag.values(k, ck, 'pub_rate'))} | "
+                        f"{num(ag.median(k, ck, 'pub_mb_s'), 1)} | {mmm(ag.values(k, ck, 'cons_rate'))} | "
+                        f"{_ratio(ag.median(k, ck, 'pub_rate'), single)} |"
+                    )
+        L.append("")
+
+    # -- latency -------------------------------------------------------------------------------------------
+    for tier in plan["tiers"]:
+        keys = ag.keys(tier)
+        if not keys:
+            continue
+        L.append(
+            f"### Latency, tier {tier} (open loop at {plan['lat_fraction']:.0%} of each system's own max rate)"
+        )
+        L.append("")
+        L.append(
+            "Publish-ack and end-to-end (intended send → consumer callback) p50 / p99 / p99.9, medians over the "
+            "repetitions. The offered rate differs per system (its own max), so compare shapes, not only values."
+        )
+        L.append("")
+        L.append(
+            "| size | W | system | offered msg/s | ack p50 | ack p99 | ack p99.9 | e2e p50 | e2e p99 | e2e p99.9 |"
+        )
+        L.append("|---|---|---|---|---|---|---|---|---|---|")
+        for size in plan["sizes"]:
+            for w in plan["windows"]:
+                for k in keys:
+                    ck = (size, w, 0)
+                    row = [us(ag.median(k, ck, "lat_ack", p)) for p in ("p50", "p99", "p999")]
+                    row += [us(ag.median(k, ck, "lat_e2e", p)) for p in ("p50", "p99", "p999")]
+                    L.append(
+                        f"| {size} | {w} | {LABEL[k[0]]} | {num(ag.median(k, ck, 'lat_rate'))} | "
+                        + " | ".join(row)
+                        + " |"
+                    )
+        L.append("")
+
+    # -- resources, backlog, recovery ----------------------------------------------------------------------
+    L.append("### Server resources, backlog catch-up, recovery after kill -9")
+    L.append("")
+    mid = 1024 if 1024 in plan["sizes"] else plan["sizes"][0]
+    wmax = max(plan["windows"])
+    L.append(
+        f"CPU-seconds per million messages (server tree, publish + consume phases) and bytes written to storage "
+        f"per message, {mid} B, W={wmax}; peak RSS; backlog: fill at W=64 with 1 KiB for {plan['backlog_seconds']} s, "
+        "drop the page cache (echo 1 > /proc/sys/vm/drop_caches), then a fresh consumer drains while a producer "
+        "keeps publishing at 10 % of the fill rate; recovery (tier A): fill for "
+        f"{plan['recovery_seconds']} s, SIGKILL the server tree, restart on the same data: seconds from the restart "
+        "to the first acknowledged publish and to having consumed every acknowledged message."
+    )
+    L.append("")
+    L.append(
+        "| system | tier | CPU-s / M msgs (pub + cons) | bytes written / msg | peak RSS MiB | backlog msgs | "
+        "catch-up msg/s | restart → first publish ack | restart → all acked consumed | acked lost |"
+    )
+    L.append("|---|---|---|---|---|---|---|---|---|---|")
+    for tier in plan["tiers"]:
+        for k in ag.keys(tier):
+            ck = (mid, wmax, 0)
+            cpu = [
+                a + b
+                for a, b in zip(ag.values(k, ck, "cpu_pub_us"), ag.values(k, ck, "cpu_cons_us"), strict=False)
+            ]
+            runs = ag.runs[k]
+            bl = [r["backlog"] for r in runs if "backlog" in r]
+            rc = [r["recovery"] for r in runs if "recovery" in r]
+            rss = [r.get("rss_bytes", 0) / 1048576 for r in runs if r.get("rss_bytes")]
+            L.append(
+                f"| {LABEL[k[0]]} | {tier} | {mmm(cpu, 1)} | {mmm(ag.values(k, ck, 'write_bytes_per_msg'))} | "
+                f"{mmm(rss)} | {mmm([b['n'] for b in bl])} | {mmm([b['drain_rate'] for b in bl])} | "
+                f"{mmm([c['first_publish_s'] for c in rc], 2) + ' s' if rc else '-'} | "
+                f"{mmm([c['drain_s'] for c in rc], 2) + ' s' if rc else '-'} | "
+                f"{sum(c['lost'] for c in rc) if rc else '-'} |"
+            )
+    L.append("")
+
+    # -- rocketq vs the machine ---------------------------------------------------------------------------
+    L.append("### rocketq as a fraction of the limit that bounds it (medians)")
+    L.append("")
+    L.append("| figure | rocketq | limit | fraction |")
+    L.append("|---|---|---|---|")
+    pp = lim["pingpong_rt_s"]
+    for tier in plan["tiers"]:
+        k = ("rocketq", tier)
+        if k not in ag.runs:
+            continue
+        for size in plan["sizes"]:
+            w1 = ag.median(k, (size, 1, 0), "pub_rate") if 1 in plan["windows"] else None
+            if w1 is not None:
+                if tier == "A":
+                    fl = float(lim["fsync_loop"].get(str(size), 0)) or None
+                    L.append(
+                        f"| tier A {size} B, W=1 msg/s vs append+fdatasync loop | {num(w1)} | {num(fl)} | "
+                        f"{_ratio(w1, fl)} |"
+                    )
+                L.append(
+                    f"| tier {tier} {size} B, W=1 msg/s vs 64 B ping-pong | {num(w1)} | {num(pp)} | {_ratio(w1, pp)} |"
+                )
+            mb = ag.median(k, (size, wmax, 0), "pub_mb_s")
+            bound, name = (
+                (lim["dd"]["mb_s"], "dd fdatasync MB/s")
+                if tier == "A"
+                else (lim["loopback_mb_s"], "loopback MB/s")
+            )
+            L.append(
+                f"| tier {tier} {size} B, W={wmax} MB/s vs {name} | {num(mb, 1)} | {num(bound)} | {_ratio(mb, bound)} |"
+            )
+        for ck in sorted(c for c in ag.cells[k] if c[2]):
+            mb = ag.median(k, ck, "pub_mb_s")
+            bound = lim["dd"]["mb_s"] if tier == "A" else lim["loopback_mb_s"]
+            L.append(
+                f"| tier {tier} batch {ck[2]}×{ck[0]} B, W={ck[1]} MB/s vs {'dd' if tier == 'A' else 'loopback'} "
+                f"| {num(mb, 1)} | {num(bound)} | {_ratio(mb, bound)} |"
+            )
+    L.append("")
+
+    # -- noise ------------------------------------------------------------------------------------------------
+    L.append("### Noise floor (the same config twice in a row on the same server)")
+    L.append("")
+    L.append(
+        f"Each system/tier ran its {mid} B, W={wmax} cell a second time at the end of every repetition. "
+        "|difference| ÷ mean of the two publish rates; a claimed margin must exceed it."
+    )
+    L.append("")
+    L.append("| system | tier | pairs | median | max |")
+    L.append("|---|---|---|---|---|")
+    all_d: list[float] = []
+    for tier in plan["tiers"]:
+        for k in ag.keys(tier):
+            ds = []
+            for a, b in ag.repeats.get(k, []):
+                x, y = a.get("pub_rate") or 0, b.get("pub_rate") or 0
+                if x + y > 0:
+                    ds.append(abs(x - y) / ((x + y) / 2))
+            all_d += ds
+            if ds:
+                L.append(
+                    f"| {LABEL[k[0]]} | {tier} | {len(ds)} | {statistics.median(ds):.0%} | {max(ds):.0%} |"
+                )
+    if all_d:
+        L.append(f"| all | | {len(all_d)} | {statistics.median(all_d):.0%} | {max(all_d):.0%} |")
+    L.append("")
+    if img_dir:
+        names = plot(ag, plan, img_dir)
+        for n in names:
+            L.append(f"![{n}](img/{n})")
+            L.append("")
+    return "\n".join(L).rstrip() + "\n"
+
+
+def plot(ag: Agg, plan: dict[str, Any], img_dir: str) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    os.makedirs(img_dir, exist_ok=True)
+    tiers = [t for t in plan["tiers"] if ag.keys(t)]
+    sizes, windows = plan["sizes"], plan["windows"]
+    colors = {"rocketq": "#d62728", "redis": "#1f77b4", "rabbitmq": "#ff7f0e", "nats": "#2ca02c"}
+    out = []
+    # throughput: rows = tiers, cols = windows; grouped bars per size, log scale, min–max whiskers
+    fig, axes = plt.subplots(
+        len(tiers), len(windows), figsize=(5.5 * len(windows), 3.6 * len(tiers)), squeeze=False
+    )
+    for i, tier in enumerate(tiers):
+        keys = ag.keys(tier)
+        for j, w in enumerate(windows):
+            ax = axes[i][j]
+            width = 0.8 / max(1, len(keys))
+            for n, k in enumerate(keys):
+                xs, ys, lo, hi = [], [], [], []
+                for si, size in enumerate(sizes):
+                    vals = ag.values(k, (size, w, 0), "pub_rate")
+                    if not vals:
+                        continue
+                    md = statistics.median(vals)
+                    xs.append(si + (n - (len(keys) - 1) / 2) * width)
+                    ys.append(md)
+                    lo.append(md - min(vals))
+                    hi.append(max(vals) - md)
+                ax.bar(xs, ys, width, yerr=[lo, hi], label=LABEL[k[0]], color=colors[k[0]], capsize=2)
+            ax.set_xticks(range(len(sizes)), [f"{s} B" for s in sizes])
+            ax.set_yscale("log")
+            ax.set_title(f"tier {tier}, {w} in flight: publish msg/s")
+            ax.grid(axis="y", alpha=0.3)
+            if i == 0 and j == 0:
+                ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(img_dir, "peers-throughput.png"), dpi=90)
+    plt.close(fig)
+    out.append("peers-throughput.png")
+    # latency: rows = tiers, cols = windows; per system ack and e2e p50 / p99 at each size
+    fig, axes = plt.subplots(
+        len(tiers), len(windows), figsize=(5.5 * len(windows), 3.6 * len(tiers)), squeeze=False
+    )
+    for i, tier in enumerate(tiers):
+        keys = ag.keys(tier)
+        for j, w in enumerate(windows):
+            ax = axes[i][j]
+            for k in keys:
+                for field, style in (("lat_ack", "-"), ("lat_e2e", "--")):
+                    for p, marker in (("p50", "o"), ("p99", "^")):
+                        ys = [ag.median(k, (s, w, 0), field, p) for s in sizes]
+                        ax.plot(
+                            [str(s) for s in sizes],
+                            [y / 1000 if y else None for y in ys],
+                            style,
+                            marker=marker,
+                            color=colors[k[0]],
+                            label=f"{LABEL[k[0]]} {field[4:]} {p}" if i == 0 and j == 0 else None,
+                        )
+            ax.set_yscale("log")
+            ax.set_ylabel("ms")
+            ax.set_title(f"tier {tier}, ≤{w} in flight: latency at 50 % load")
+            ax.grid(alpha=0.3)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, fontsize=7, loc="lower center", ncol=4)
+        fig.tight_layout(rect=(0, 0.12 if len(tiers) > 1 else 0.22, 1, 1))
+    fig.savefig(os.path.join(img_dir, "peers-latency.png"), dpi=90)
+    plt.close(fig)
+    out.append("peers-latency.png")
+    return out
+
+
+_SECTION = re.compile(r"^## Peers\s*$.*?(?=^## |\Z)", re.M | re.S)
+
+
+def write_section(path: str, text: str) -> None:
+    """Replace the '## Peers' section of ``path`` (or append it); other sections stay byte for byte."""
+    try:
+        with open(path) as f:
+            doc = f.read()
+    except FileNotFoundError:
+        doc = "# Benchmarks\n"
+    if _SECTION.search(doc):
+        doc = _SECTION.sub(lambda _m: text.rstrip() + "\n\n", doc, count=1)
+    else:
+        doc = doc.rstrip() + "\n\n" + text
+    with open(path, "w") as f:
+        f.write(doc.rstrip() + "\n")

@@ -1,0 +1,141 @@
+"""rocketq: `rocketq standalone` (NameServer + Broker in one process); tier A SYNC_FLUSH, tier B ASYNC_FLUSH.
+Client: rocketq.aio Producer (send / batch send) and PushConsumer with a coroutine listener."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from .base import Client, OnBodies, Server, python
+from .common import free_port
+
+QUEUES = 4
+
+
+class RocketqServer(Server):
+    name = "rocketq"
+
+    def prepare(self) -> None:
+        self.ns_port = free_port()
+        self.broker_port = free_port()
+        self.home = os.path.join(self.root, "home")
+        flush = "SYNC_FLUSH" if self.tier == "A" else "ASYNC_FLUSH"
+        self.conf = os.path.join(self.root, "broker.conf")
+        with open(self.conf, "w") as f:
+            f.write(
+                f"brokerClusterName=DefaultCluster\nbrokerName=broker-a\nflushDiskType={flush}\n"
+                f"haListenPort={free_port()}\nautoCreateTopicEnable=false\n"
+            )
+
+    def command(self) -> list[str]:
+        return [
+            python(),
+            "-m",
+            "rocketq.cli",
+            "standalone",
+            "--home",
+            self.home,
+            "--namesrv-port",
+            str(self.ns_port),
+            "--broker-port",
+            str(self.broker_port),
+            "-c",
+            self.conf,
+            "--log-level",
+            "WARNING",
+        ]
+
+    @property
+    def ready_port(self) -> int:
+        return self.broker_port
+
+    def data_dir(self) -> str:
+        return self.home
+
+    def client_args(self) -> dict[str, Any]:
+        return {"namesrv": f"127.0.0.1:{self.ns_port}", "broker": f"127.0.0.1:{self.broker_port}"}
+
+
+class RocketqClient(Client):
+    supports_batch = True
+
+    async def connect(self, role: str) -> None:
+        from rocketq.aio import Message, Producer
+
+        self._msg = Message
+        self.consumer: Any = None
+        self.producer: Any = None
+        if role != "producer":
+            return
+        self.producer = Producer(
+            "bench_pg",
+            namesrv=self.args["namesrv"],
+            send_msg_timeout=15000,
+            compress_msg_body_over_howmuch=1 << 30,  # bodies are random: never compress (no peer does)
+        )
+        await self.producer.start()
+
+    async def prepare(self, topic: str) -> None:
+        from rocketq.admin.client import AdminClient, TopicConfig
+
+        cfg = TopicConfig(topic, QUEUES, QUEUES)
+        async with AdminClient(self.args["namesrv"]) as admin:
+            # the broker must have registered with the NameServer first
+            for _ in range(100):
+                masters = await admin.master_addrs()
+                if masters:
+                    break
+                await asyncio.sleep(0.1)
+            for addr in masters.values():
+                await admin.create_topic(addr, cfg)
+            await admin.wait_route(cfg, masters, 10.0)
+
+    async def publish(self, topic: str, body: bytes) -> None:
+        r = await self.producer.send(self._msg(topic, body))
+        if r.status.name != "SEND_OK":
+            raise RuntimeError(f"send status {r.status.name}")
+
+    async def publish_batch(self, topic: str, bodies: list[bytes]) -> None:
+        m = self._msg
+        r = await self.producer.send([m(topic, b) for b in bodies])
+        if r.status.name != "SEND_OK":
+            raise RuntimeError(f"send status {r.status.name}")
+
+    async def subscribe(self, topic: str, group: str, on_bodies: OnBodies) -> None:
+        from rocketq.aio import ConsumeFromWhere, ConsumeResult, PushConsumer
+
+        c = PushConsumer(
+            group,
+            namesrv=self.args["namesrv"],
+            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+            pull_batch_size=32,
+            consume_message_batch_max_size=32,
+        )
+        c.subscribe(topic, "*")
+
+        async def listener(msgs: list[Any]) -> ConsumeResult:
+            on_bodies([m.body for m in msgs])
+            return ConsumeResult.SUCCESS
+
+        c.register_listener(listener)
+        await c.start()
+        self.consumer = c
+        for _ in range(200):  # until the rebalance has assigned every queue
+            if len(c.assigned_queues()) >= QUEUES:
+                break
+            await asyncio.sleep(0.05)
+
+    async def unsubscribe(self) -> None:
+        if self.consumer is not None:
+            await self.consumer.shutdown()
+            self.consumer = None
+
+    async def close(self) -> None:
+        await self.unsubscribe()
+        if self.producer is not None:
+            await self.producer.shutdown()
+
+
+SERVER = RocketqServer
+CLIENT = RocketqClient

@@ -1,0 +1,37 @@
+"""`rocketq bench peers [--smoke] [--reps 3] [--out docs/benchmarks.md]`: a thin wrapper that runs the
+side-by-side benchmark in the source tree's bench/peers (not shipped in the wheel)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+USAGE = (
+    "usage: rocketq bench peers [--smoke] [--reps N] [--out docs/benchmarks.md] [--json FILE] (see --help)"
+)
+
+
+def _repo_root() -> str | None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    for root in (os.path.dirname(os.path.dirname(here)), os.getcwd()):
+        if os.path.isfile(os.path.join(root, "bench", "peers", "harness.py")):
+            return root
+    return None
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        return 0 if argv else 2
+    if argv[0] != "peers":
+        print(f"rocketq bench: unknown benchmark {argv[0]!r}\n{USAGE}", file=sys.stderr)
+        return 2
+    root = _repo_root()
+    if root is None:
+        print("rocketq bench peers: needs a source checkout (bench/peers/ not found)", file=sys.stderr)
+        return 2
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from bench.peers.harness import main as peers_main
+
+    return peers_main(argv[1:])

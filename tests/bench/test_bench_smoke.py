@@ -1,0 +1,109 @@
+"""`rocketq bench peers --smoke`: every system (rocketq, Redis Streams, RabbitMQ, NATS JetStream) is installed
+by the harness's own installer, started on 127.0.0.1 and produces numbers. Never a pass/fail on speed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from bench.peers import install  # noqa: E402
+from bench.peers.report import write_section  # noqa: E402
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+
+def _positive(x: object) -> bool:
+    return isinstance(x, int | float) and x > 0
+
+
+def test_write_section_replaces_only_peers(tmp_path: Path) -> None:
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text(
+        "# Benchmarks\n\n## Store\n\nstore text\n\n## Peers\n\nold\n\n## Remoting\n\nremoting text\n"
+    )
+    write_section(str(doc), "## Peers\n\nnew\n")
+    text = doc.read_text()
+    assert "old" not in text and "new" in text
+    assert text.index("## Store") < text.index("## Peers") < text.index("## Remoting")
+    assert "store text" in text and "remoting text" in text
+    write_section(str(tmp_path / "fresh.md"), "## Peers\n\nx\n")
+    assert (tmp_path / "fresh.md").read_text().startswith("# Benchmarks\n\n## Peers")
+
+
+def test_smoke_every_system_produces_numbers(tmp_path: Path) -> None:
+    problems = install.ensure_all(timeout_s=600)
+    skipped = install.unavailable_systems(problems)
+    assert "rocketq" not in skipped, skipped
+    out = tmp_path / "peers.json"
+    doc = tmp_path / "benchmarks.md"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "src")]))
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.peers",
+            "--smoke",
+            "--no-install",
+            "--json",
+            str(out),
+            "--out",
+            str(doc),
+            "--systems",
+            ",".join(s for s in ("rocketq", "redis", "rabbitmq", "nats") if s not in skipped),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        timeout=600,
+    )
+    assert p.returncode == 0, p.stderr.decode()[-4000:]
+    results = json.loads(out.read_text())
+    lim = results["limits"]
+    assert (
+        _positive(lim["dd"]["mb_s"]) and _positive(lim["loopback_mb_s"]) and _positive(lim["pingpong_rt_s"])
+    )
+    assert all(_positive(v) for v in lim["fsync_loop"].values())
+    seen = {(r["system"], r["tier"]) for r in results["runs"]}
+    expected = {
+        ("rocketq", "A"),
+        ("rocketq", "B"),
+        ("redis", "A"),
+        ("redis", "B"),
+        ("rabbitmq", "A"),
+        ("nats", "A"),
+        ("nats", "B"),
+    }
+    expected = {k for k in expected if k[0] not in skipped}
+    assert expected <= seen, (expected - seen, skipped)
+    for r in results["runs"]:
+        what = f"{r['system']}/{r['tier']}"
+        assert "error" not in r, (what, r.get("error"), r.get("server_log"))
+        assert r["cells"], what
+        for c in r["cells"]:
+            assert _positive(c["pub_rate"]) and c["pub_errors"] == 0, (what, c)
+            assert c["cons_n"] >= c["pub_n"], (what, c)  # every acknowledged message was consumed
+            assert _positive(c["cpu_pub_us"]), (what, c)
+            if not c["batch"]:
+                assert c["lat_ack"]["n"] > 0 and c["lat_e2e"]["n"] > 0, (what, c)
+                assert c["lat_ack"]["p50"] <= c["lat_ack"]["p99"] <= c["lat_ack"]["max"], (what, c)
+        assert r["backlog"]["drain_n"] >= r["backlog"]["n"] > 0, what
+        if r["tier"] == "A":
+            rec = r["recovery"]
+            assert rec["acked"] > 0 and rec["lost"] == 0 and rec["first_publish_s"] is not None, (what, rec)
+    if any(r["system"] == "rocketq" for r in results["runs"]):
+        assert any(c["batch"] for r in results["runs"] if r["system"] == "rocketq" for c in r["cells"])
+    text = doc.read_text()
+    assert text.startswith("# Benchmarks") and "## Peers" in text and "### Noise floor" in text
+    for name in ("peers-throughput.png", "peers-latency.png"):
+        png = tmp_path / "img" / name
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+    for _system, why in skipped.items():  # only an install failure may skip a peer, and it says why
+        assert why
