@@ -122,7 +122,7 @@ def test_long_polling_wakes_and_times_out(cluster):
             p = await pull(c, addr, "CGLP", "LP", 0, 0, sys_flag=6, suspend_ms=700)
             waited = time.monotonic() - t0
             assert p.code == ResponseCode.PULL_NOT_FOUND
-            assert 0.6 <= waited < 3.0
+            assert 0.6 <= waited < 5.0
 
             async def later():
                 await asyncio.sleep(0.5)
@@ -142,7 +142,7 @@ def test_long_polling_wakes_and_times_out(cluster):
             waited = time.monotonic() - t0
             assert p.code == ResponseCode.SUCCESS
             assert [bytes(m.body) for m in records(p)] == [b"wake"]
-            assert waited < 3.0
+            assert waited < 5.0  # woken by the arrival, long before the 15 s suspend timeout
 
     run(go())
 
@@ -291,7 +291,10 @@ def test_heartbeat_consumer_list_and_notify(cluster):
             )
             assert orjson.loads(lst.body_bytes)["consumerIdList"] == ["10.0.0.1@1"]
             await heartbeat(c2, addr, "10.0.0.2@2", "CGHB", {"HB": "*"})
-            await asyncio.sleep(0.3)
+            for _ in range(50):
+                if notified:
+                    break
+                await asyncio.sleep(0.05)
             assert "CGHB" in notified
             lst = await c1.invoke(
                 addr,
@@ -305,7 +308,10 @@ def test_heartbeat_consumer_list_and_notify(cluster):
             un = {"clientID": "10.0.0.2@2", "consumerGroup": "CGHB"}
             r = await c2.invoke(addr, rq(C.UNREGISTER_CLIENT, un))
             assert r.code == 0
-            await asyncio.sleep(0.3)
+            for _ in range(50):
+                if notified:
+                    break
+                await asyncio.sleep(0.05)
             assert notified == ["CGHB"]
             lst = await c1.invoke(
                 addr,
