@@ -110,7 +110,10 @@ def test_reset_offset_by_time_notifies_consumers(cluster):
             q = {"consumerGroup": "CGRS", "topic": "RS", "queueId": "0"}
             r = await c.invoke(addr, rq(C.QUERY_CONSUMER_OFFSET, q))
             assert r.ext_fields["offset"] == "1"
-            await asyncio.sleep(0.2)
+            for _ in range(60):
+                if resets:
+                    break
+                await asyncio.sleep(0.05)
             assert len(resets) == 1 and resets[0].ext_fields["group"] == "CGRS"
             # -1 = reset to the end
             ext = {**ext, "timestamp": "-1"}
