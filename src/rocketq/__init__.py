@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from rocketq.client.consumer import ConsumeConcurrentlyContext, ConsumeOrderlyContext  # noqa: F401
+    from rocketq.client.consume import ConsumeConcurrentlyContext, ConsumeOrderlyContext  # noqa: F401
     from rocketq.client.message import (  # noqa: F401
         ConsumeFromWhere,
         ConsumeOrderlyResult,
@@ -63,9 +63,9 @@ def __getattr__(name: str) -> Any:
 
         return getattr(message, name)
     if name in _CONSUMER_NAMES:
-        from rocketq.client import consumer
+        from rocketq import client
 
-        return getattr(consumer, name)
+        return getattr(client, name)
     if name in _TRANSACTION_NAMES:
         from rocketq.client import transaction
 

@@ -7,7 +7,8 @@ from .allocate import (
     make_by_config,
     make_consistent_hash,
 )
-from .consumer import ConsumeConcurrentlyContext, ConsumeOrderlyContext, PushConsumer
+from .consume import ConsumeConcurrentlyContext, ConsumeOrderlyContext
+from .consumer import PushConsumer
 from .instance import ClientConfig
 from .lite_pull import LitePullConsumer
 from .message import (

@@ -10,13 +10,17 @@ import inspect
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from rocketq.remoting import RemotingError
-
 from .allocate import Strategy, resolve_strategy
+from .consume import (
+    ConcurrentConsumeMixin,
+    ConsumeConcurrentlyContext,
+    is_success,
+    wants_context,
+)
+from .consume_orderly import OrderlyConsumeMixin
 from .instance import (
     DEFAULT_INSTANCE_NAME,
     ClientConfig,
@@ -26,15 +30,7 @@ from .instance import (
     release_instance,
 )
 from .message import (
-    PROPERTY_CONSUME_START_TIME,
-    PROPERTY_MAX_RECONSUME_TIMES,
-    PROPERTY_ORIGIN_MESSAGE_ID,
-    PROPERTY_RECONSUME_TIME,
-    PROPERTY_RETRY_TOPIC,
     ConsumeFromWhere,
-    ConsumeOrderlyResult,
-    ConsumeResult,
-    Message,
     MessageExt,
     MessageModel,
     MessageQueue,
@@ -61,39 +57,6 @@ Listener = Callable[[list[MessageExt]], Any]
 
 PULL_DELAY_ON_EXCEPTION_S = 3.0
 PULL_DELAY_ON_FLOW_CONTROL_S = 0.05
-RECONSUME_LOCAL_DELAY_S = 5.0
-LOCK_INTERVAL_S = 20.0
-
-
-@dataclass(slots=True)
-class ConsumeConcurrentlyContext:
-    """Optional second listener argument: ``ack_index`` (on SUCCESS, messages after it are retried) and
-    ``delay_level_when_next_consume`` (0 = the broker's 3 + reconsumeTimes, -1 = straight to the DLQ)."""
-
-    message_queue: MessageQueue
-    delay_level_when_next_consume: int = 0
-    ack_index: int = 2**31 - 1
-
-
-@dataclass(slots=True)
-class ConsumeOrderlyContext:
-    message_queue: MessageQueue
-    auto_commit: bool = True
-    suspend_current_queue_time_millis: int = -1
-
-
-def _wants_context(listener: Any) -> bool:
-    """fn(msgs) or fn(msgs, context) like Java's consumeMessage(msgs, context)."""
-    try:
-        params = list(inspect.signature(listener).parameters.values())
-    except (TypeError, ValueError):
-        return False
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
-
-
-def _is_success(result: Any) -> bool:
-    return result in (ConsumeResult.SUCCESS, ConsumeOrderlyResult.SUCCESS, "CONSUME_SUCCESS", "SUCCESS")
 
 
 def _parse_consume_timestamp(ts: str | int | float | datetime | None) -> int:
@@ -107,7 +70,7 @@ def _parse_consume_timestamp(ts: str | int | float | datetime | None) -> int:
     return int(datetime.strptime(ts, "%Y%m%d%H%M%S").timestamp() * 1000)
 
 
-class PushConsumer:
+class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
     """``c = PushConsumer("CG", namesrv=...); c.subscribe("T", "TagA || TagB"); c.register_listener(fn);
     await c.start()``. ``fn(msgs)`` may be a plain function (run in a pool of ``consume_thread_max``
     threads) or a coroutine function (run on the event loop)."""
@@ -203,7 +166,7 @@ class PushConsumer:
             getattr(listener, "__call__", None)  # noqa: B004
         )
         self.orderly = orderly
-        self._listener_wants_context = _wants_context(listener)
+        self._listener_wants_context = wants_context(listener)
 
     register_message_listener = register_listener
 
@@ -443,7 +406,7 @@ class PushConsumer:
         try:
             result = await self._call_listener([msg], ConsumeConcurrentlyContext(msg.queue))
             code = (
-                "CR_SUCCESS" if _is_success(result) else ("CR_RETURN_NULL" if result is None else "CR_LATER")
+                "CR_SUCCESS" if is_success(result) else ("CR_RETURN_NULL" if result is None else "CR_LATER")
             )
             remark = None
         except Exception as exc:
@@ -654,213 +617,3 @@ class PushConsumer:
 
     def _fallback_subscription(self, topic: str) -> SubscriptionData | None:
         return None
-
-    # -- consuming -------------------------------------------------------------------------------
-    def _dispatch(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
-        if self.orderly:
-            ev = self._orderly_wakeups.get(mq)
-            if ev is None:
-                ev = self._orderly_wakeups[mq] = asyncio.Event()
-                self._orderly_tasks[mq] = asyncio.get_running_loop().create_task(
-                    self._orderly_loop(mq, pq, ev)
-                )
-            ev.set()
-            return
-        bs = self.consume_message_batch_max_size
-        if bs == 1:
-            for m in msgs:
-                self._spawn(self._consume_concurrently([m], pq, mq))
-        else:
-            for i in range(0, len(msgs), bs):
-                self._spawn(self._consume_concurrently(msgs[i : i + bs], pq, mq))
-
-    def _reset_retry_topic(self, msgs: list[MessageExt]) -> None:
-        rt_name = retry_topic(self.group)
-        now = str(int(time.time() * 1000))
-        for m in msgs:
-            origin = m.properties.get(PROPERTY_RETRY_TOPIC)
-            if origin and m.topic == rt_name:
-                m.topic = origin
-            m.properties[PROPERTY_CONSUME_START_TIME] = now
-
-    async def _call_listener(self, msgs: list[MessageExt], context: Any = None) -> Any:
-        trace = self._trace
-        if trace is None:
-            return await self._invoke_listener(msgs, context)
-        request_id = trace.before_consume(msgs)
-        t0 = time.monotonic()
-        try:
-            result = await self._invoke_listener(msgs, context)
-        except Exception:
-            trace.after_consume(request_id, msgs, int((time.monotonic() - t0) * 1000), None, True)
-            raise
-        trace.after_consume(request_id, msgs, int((time.monotonic() - t0) * 1000), result, False)
-        return result
-
-    async def _invoke_listener(self, msgs: list[MessageExt], context: Any = None) -> Any:
-        listener = self._listener
-        assert listener is not None
-        args = (msgs, context) if self._listener_wants_context else (msgs,)
-        if self._listener_is_async:
-            return await listener(*args)
-        loop = asyncio.get_running_loop()
-        result = await loop.run_in_executor(self._executor, listener, *args)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
-
-    async def _consume_concurrently(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
-        if pq.dropped:
-            return
-        self._reset_retry_topic(msgs)
-        assert self._sem is not None
-        async with self._sem:
-            if pq.dropped or not self._running:  # shutting down: leave it unconsumed (not committed)
-                return
-            ctx = ConsumeConcurrentlyContext(mq)
-            try:
-                result = await self._call_listener(msgs, ctx)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.warning("consume of %d message(s) from %s threw: %r", len(msgs), mq, exc)
-                result = ConsumeResult.RECONSUME_LATER
-        if pq.dropped:
-            return
-        ack_index = min(ctx.ack_index, len(msgs) - 1) if _is_success(result) else -1
-        failed = msgs[ack_index + 1 :]
-        if failed and self.message_model is MessageModel.CLUSTERING:
-            retry_local = []
-            for m in failed:
-                if not await self.send_message_back(m, ctx.delay_level_when_next_consume):
-                    m.reconsume_times += 1
-                    retry_local.append(m)
-            if retry_local:
-                done = [m for m in msgs if m not in retry_local]
-                self._spawn(self._consume_later(retry_local, pq, mq), background=True)
-                msgs = done
-        elif failed:
-            log.warning("broadcasting consume failed, dropping %d message(s) of %s", len(failed), mq)
-        offset = pq.remove_messages(msgs)
-        if offset >= 0 and not pq.dropped and self.offset_store is not None:
-            self.offset_store.update_offset(mq, offset, True)
-
-    async def _consume_later(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
-        await asyncio.sleep(RECONSUME_LOCAL_DELAY_S)
-        for m in msgs:
-            self._spawn(self._consume_concurrently([m], pq, mq))
-
-    async def send_message_back(self, msg: MessageExt, delay_level: int) -> bool:
-        """CONSUMER_SEND_MSG_BACK; if the broker refuses, re-send to %RETRY%<group> as
-        CLIENT_INNER_PRODUCER. False only if both failed."""
-        inst = self.instance
-        try:
-            addr = inst.find_broker_addr(msg.broker_name) if msg.broker_name else None
-            await inst.api.consumer_send_msg_back(
-                addr or msg.store_host,
-                commit_log_offset=msg.commit_log_offset,
-                group=self.group,
-                delay_level=delay_level,
-                origin_msg_id=msg.msg_id,
-                origin_topic=msg.topic,
-                max_reconsume_times=self.max_reconsume_times,
-            )
-            return True
-        except (RemotingError, MQClientError, OSError, Exception) as exc:
-            log.info("send back of %s failed (%s), re-sending to the retry topic", msg.msg_id, exc)
-        try:
-            props = dict(msg.properties)
-            props.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, msg.msg_id)
-            props[PROPERTY_RETRY_TOPIC] = msg.topic
-            props[PROPERTY_RECONSUME_TIME] = str(msg.reconsume_times + 1)
-            props[PROPERTY_MAX_RECONSUME_TIMES] = str(self.max_reconsume_times)
-            props.pop("DELAY", None)
-            new = Message(retry_topic(self.group), msg.body, properties=props, flag=msg.flag)
-            new.delay_level = 3 + msg.reconsume_times
-            producer = await inst.inner_producer()
-            await producer.send(new)
-            return True
-        except Exception as exc:
-            log.warning("re-send of %s to the retry topic failed: %s", msg.msg_id, exc)
-            return False
-
-    # -- orderly ---------------------------------------------------------------------------------
-    async def _lock(self, mqs: list[MessageQueue]) -> set[MessageQueue]:
-        by_broker: dict[str, list[MessageQueue]] = {}
-        for mq in mqs:
-            by_broker.setdefault(mq.broker_name, []).append(mq)
-        locked: set[MessageQueue] = set()
-        for broker, group_mqs in by_broker.items():
-            addr = self.instance.find_broker_addr(broker)
-            if addr is None:
-                continue
-            try:
-                locked |= await self.instance.api.lock_batch_mq(addr, self.group, self.client_id, group_mqs)
-            except Exception as exc:
-                log.info("lock %s failed: %s", broker, exc)
-        now = time.monotonic()
-        for mq in mqs:
-            pq = self._pqs.get(mq)
-            if pq is not None:
-                pq.locked = mq in locked
-                if pq.locked:
-                    pq.last_lock_ts = now
-        return locked
-
-    async def _lock_loop(self) -> None:
-        while self._running:
-            await asyncio.sleep(LOCK_INTERVAL_S)
-            if self._pqs:
-                await self._lock(list(self._pqs))
-
-    async def _unlock_all(self) -> None:
-        by_broker: dict[str, list[MessageQueue]] = {}
-        for mq in self._pqs:
-            by_broker.setdefault(mq.broker_name, []).append(mq)
-        for broker, mqs in by_broker.items():
-            addr = self.instance.find_broker_addr(broker)
-            if addr:
-                await self.instance.api.unlock_batch_mq(addr, self.group, self.client_id, mqs)
-
-    async def _orderly_loop(self, mq: MessageQueue, pq: ProcessQueue, wakeup: asyncio.Event) -> None:
-        bs = self.consume_message_batch_max_size
-        suspend_s = self.suspend_current_queue_time_millis / 1000.0
-        while self._running and not pq.dropped:
-            await wakeup.wait()
-            wakeup.clear()
-            while self._running and not pq.dropped:
-                if self._needs_locks and (not pq.locked or pq.is_lock_expired()):
-                    await asyncio.sleep(0.1)
-                    if pq.is_lock_expired():
-                        await self._lock([mq])
-                    continue
-                msgs = pq.take_messages(bs)
-                if not msgs:
-                    break
-                self._reset_retry_topic(msgs)
-                octx = ConsumeOrderlyContext(mq)
-                try:
-                    result = await self._call_listener(msgs, octx)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:
-                    log.warning("orderly consume from %s threw: %r", mq, exc)
-                    result = ConsumeOrderlyResult.SUSPEND_CURRENT_QUEUE_A_MOMENT
-                if pq.dropped:
-                    return
-                if _is_success(result):
-                    offset = pq.commit()
-                else:
-                    over = [m for m in msgs if m.reconsume_times >= self.max_reconsume_times]
-                    if over and all([await self.send_message_back(m, -1) for m in over]):
-                        # exhausted: parked in the DLQ, move on
-                        offset = pq.commit()
-                    else:
-                        for m in msgs:
-                            m.reconsume_times += 1
-                        pq.make_messages_to_consume_again(msgs)
-                        wait_ms = octx.suspend_current_queue_time_millis
-                        await asyncio.sleep(wait_ms / 1000.0 if wait_ms >= 0 else suspend_s)
-                        continue
-                if offset >= 0 and self.offset_store is not None:
-                    self.offset_store.update_offset(mq, offset, False)

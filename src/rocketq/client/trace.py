@@ -202,9 +202,9 @@ class TraceDispatcher:
     def after_consume(
         self, request_id: str, msgs: Sequence[MessageExt], cost_ms: int, result: Any, exc: bool
     ) -> None:
-        from .consumer import _is_success
+        from .consume import is_success
 
-        ok = _is_success(result) and not exc
+        ok = is_success(result) and not exc
         code = (
             CR_EXCEPTION if exc else (CR_RETURN_NULL if result is None else (CR_SUCCESS if ok else CR_FAILED))
         )
