@@ -127,6 +127,10 @@ class AdminProcessor:
         except (ProtocolError, ValueError, TypeError) as exc:
             return request.response(ResponseCode.SYSTEM_ERROR, f"bad subscription group config: {exc}")
         reason = check_name("group", sgc.group_name)
+        if reason is None and not 0 <= sgc.retry_queue_nums <= 1024:
+            reason = "retryQueueNums must be in 0..1024"
+        if reason is None and not 0 <= sgc.retry_max_times <= 10_000:
+            reason = "retryMaxTimes must be in 0..10000"
         if reason is not None:
             return request.response(ResponseCode.SYSTEM_ERROR, reason)
         self.ctl.subscriptions.update(sgc)
