@@ -14,9 +14,10 @@ from collections.abc import Iterator
 import pytest
 
 from rocketq.admin import MQAdminExt
-from rocketq.admin.client import _ext, new_uniq_key
+from rocketq.admin.client import new_uniq_key
 from rocketq.admin.records import StoredMessage, encode_properties
 from rocketq.protocol.codes import RequestCode
+from rocketq.protocol.headers import SendMessageRequestHeaderV2
 
 from .standalone import (
     FAST_DELAY_LEVELS,
@@ -83,7 +84,7 @@ def raw_send(admin: MQAdminExt, topic: str, body: bytes, tags: str, *, compress:
         body = zlib.compress(body, 5)
         sys_flag = 1
     props = {"TAGS": tags, "WAIT": "true", "UNIQ_KEY": new_uniq_key()}
-    ext = _ext(
+    ext = SendMessageRequestHeaderV2(
         a="PY_RAW_PG",
         b=topic,
         c="TBW102",
@@ -96,7 +97,7 @@ def raw_send(admin: MQAdminExt, topic: str, body: bytes, tags: str, *, compress:
         j=0,
         k=False,
         m=False,
-    )
+    ).to_ext()
     resp = admin.invoke_broker(addr, RequestCode.SEND_MESSAGE_V2, ext, body)
     assert resp.code == 0, f"raw send failed: {resp.code} {resp.remark}"
 

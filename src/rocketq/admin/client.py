@@ -64,15 +64,6 @@ def mq_of(key: Any) -> tuple[str, str, int]:
     raise AdminError(f"unrecognised message queue key {key!r}")
 
 
-def _ext(**fields: Any) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for k, v in fields.items():
-        if v is None:
-            continue
-        out[k] = ("true" if v else "false") if isinstance(v, bool) else str(v)
-    return out
-
-
 @dataclass(slots=True)
 class TopicConfig:
     topic_name: str
