@@ -368,10 +368,12 @@ def report(
         )
     lines += [
         "",
-        "CPU microseconds per round trip (process CPU time / round trips, median of the repetitions):",
+        "CPU microseconds per round trip (process CPU time / round trips, median of the repetitions). "
+        "The CPU ratio (echo client+server CPU per round trip ÷ rocketq's, per repetition) is the throughput "
+        "ratio a CPU-bound run would show and is much less sensitive to other load on the machine:",
         "",
-        "| in flight | echo client | echo server | rocketq client | rocketq server |",
-        "|---|---|---|---|---|",
+        "| in flight | echo client | echo server | rocketq client | rocketq server | CPU ratio echo/rocketq |",
+        "|---|---|---|---|---|---|",
     ]
     for w in windows:
         e, r = results[("echo", w)], results[("rocketq", w)]
@@ -379,9 +381,12 @@ def report(
         def med(xs: list[Sample], attr: str) -> str:
             return f"{statistics.median(getattr(x, attr) for x in xs):.1f}"
 
+        cpu_ratio = statistics.median(
+            (x.client_us + x.server_us) / (y.client_us + y.server_us) for x, y in zip(e, r, strict=True)
+        )
         lines.append(
             f"| {w} | {med(e, 'client_us')} | {med(e, 'server_us')} | {med(r, 'client_us')} | "
-            f"{med(r, 'server_us')} |"
+            f"{med(r, 'server_us')} | {cpu_ratio:.2f} |"
         )
     srv64 = statistics.median(x.server_us for x in results[("rocketq", windows[-1])])
     python64 = float(parts[0].rsplit(", ", 1)[1].split(" ")[0]) if parts else 0.0
