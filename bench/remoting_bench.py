@@ -372,7 +372,7 @@ def report(
         "The CPU ratio (echo client+server CPU per round trip ÷ rocketq's, per repetition) is the throughput "
         "ratio a CPU-bound run would show and is much less sensitive to other load on the machine:",
         "",
-        "| in flight | echo client | echo server | rocketq client | rocketq server | CPU ratio echo/rocketq |",
+        "| in flight | echo client | echo server | rocketq client | rocketq server | CPU ratio |",
         "|---|---|---|---|---|---|",
     ]
     for w in windows:
