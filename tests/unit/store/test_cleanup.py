@@ -192,3 +192,11 @@ def test_thread_start_and_shutdown(tmp_path):
         time.sleep(0.01)
     svc.shutdown()
     assert names(store) == [3000, 4000, 5000]
+
+
+def test_pause_between_deletions(tmp_path):
+    _, svc, _ = make(tmp_path, delete_commit_log_files_interval=250)
+    pauses = []
+    svc._sleep = pauses.append
+    assert svc.run_once() == 3
+    assert pauses == [0.25, 0.25, 0.25]
