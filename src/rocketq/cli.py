@@ -15,6 +15,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "broker": ("rocketq.broker.main:main", "run a Broker"),
     "standalone": ("rocketq.standalone:main", "run NameServer + Broker in one process"),
     "admin": ("rocketq.admin.main:main", "mqadmin commands"),
+    "pipeline": ("rocketq.pipeline.main:main", "Spark pipelines: orders, orders-gen"),
     "bench": ("rocketq.bench_cli:main", "benchmarks"),
 }
 

@@ -1,0 +1,1 @@
+"""Shipped data pipelines (`rocketq pipeline ...`)."""
