@@ -15,7 +15,7 @@ from rocketq.protocol.frame import RemotingCommand
 from rocketq.remoting import Channel, RemotingClient, RemotingServer
 
 from .client_manager import ClientManager
-from .config import BrokerConfig
+from .config import BrokerConfig, ConfigError
 from .delay import DelayLevels
 from .long_polling import PullRequestHoldService
 from .namesrv_api import NamesrvApi
@@ -25,6 +25,24 @@ from .subscription_manager import SubscriptionGroupManager
 from .topic_manager import TopicConfigManager
 
 log = logging.getLogger(__name__)
+
+# keys UPDATE_BROKER_CONFIG may change without a restart
+RUNTIME_KEYS = frozenset(
+    (
+        "brokerPermission",
+        "autoCreateTopicEnable",
+        "autoCreateSubscriptionGroup",
+        "defaultTopicQueueNums",
+        "maxMessageSize",
+        "longPollingEnable",
+        "shortPollingTimeMills",
+        "enablePropertyFilter",
+        "notifyConsumerIdsChangedEnable",
+        "rejectTransactionMessage",
+        "channelExpiredTimeout",
+        "region",
+    )
+)
 
 
 def store_config_of(cfg: BrokerConfig):
@@ -80,6 +98,7 @@ class BrokerController:
         self._stopped = False
         self.boot_timestamp = int(time.time() * 1000)
         self.stats = BrokerStats()
+        self.processors: list[Any] = []
 
     @property
     def broker_addr(self) -> str:
@@ -113,7 +132,7 @@ class BrokerController:
         self.hold.start()
         self.store.set_arrival_listener(self.hold.arrival_listener)
 
-        for proc in (
+        self.processors = [
             send.SendProcessor(self),
             pull_proc,
             offsets.OffsetProcessor(self),
@@ -123,7 +142,8 @@ class BrokerController:
             admin.AdminProcessor(self),
             forward.ForwardProcessor(self),
             reply.ReplyProcessor(self),
-        ):
+        ]
+        for proc in self.processors:
             proc.register(self.server)
         self.server.on_channel_close(self.clients.channel_closed)
         self.clients.on_consumer_ids_changed = self.notify_consumer_ids_changed
@@ -209,6 +229,26 @@ class BrokerController:
                 log.exception("register broker failed")
             if not self._register_again:
                 return
+
+    # -- runtime config ----------------------------------------------------------------------
+    def apply_config(self, changes: dict[str, str]) -> None:
+        """UPDATE_BROKER_CONFIG: validate every key first (ConfigError), then apply them all."""
+        trial = BrokerConfig(values=dict(self.cfg.values), source="updateBrokerConfig")
+        for key, value in changes.items():
+            if key not in RUNTIME_KEYS:
+                raise ConfigError(f"{key} can not be changed at runtime (edit broker.conf and restart)")
+            trial.set(key, value)
+        trial.validate()
+        perm_before = self.broker_perm
+        self.cfg.values.update({k: trial.values[k] for k in changes})
+        self.broker_perm = self.cfg["brokerPermission"]
+        self.clients.expire_s = self.cfg["channelExpiredTimeout"] / 1000.0
+        for proc in self.processors:
+            reload = getattr(proc, "reload", None)
+            if reload is not None:
+                reload()
+        if self.broker_perm != perm_before:
+            self.register_soon()
 
     # -- consumers ---------------------------------------------------------------------------
     def notify_consumer_ids_changed(self, group: str) -> None:

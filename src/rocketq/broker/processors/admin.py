@@ -25,9 +25,11 @@ from rocketq.protocol.headers import (
     GetTopicStatsInfoRequestHeader,
     ResetOffsetRequestHeader,
 )
-from rocketq.protocol.route import TOPIC_FILTER_TYPES, TopicConfig
+from rocketq.protocol.route import TOPIC_FILTER_TYPES, DataVersion, TopicConfig
 from rocketq.remoting import Channel
 
+from ..config import ConfigError
+from ..javaprops import PropertiesError, parse_properties
 from ..subscription_manager import SubscriptionGroupConfig
 from ..validation import check_name, check_topic
 from .client import parse_body
@@ -50,6 +52,7 @@ class AdminProcessor:
         self.broker_name = ctl.cfg["brokerName"]
         # group -> (topic, broker, qid) -> (client_id, last_update)
         self.locks: dict[str, dict[tuple[str, str, int], tuple[str, float]]] = {}
+        self.config_version = DataVersion(int(time.time() * 1000), 0)
 
     def register(self, server) -> None:
         r = server.register_processor
@@ -72,6 +75,7 @@ class AdminProcessor:
         r(C.LOCK_BATCH_MQ, self.lock_batch)
         r(C.UNLOCK_BATCH_MQ, self.unlock_batch)
         r(C.GET_BROKER_CONFIG, self.broker_config)
+        r(C.UPDATE_BROKER_CONFIG, self.update_broker_config)
 
     # -- topics ------------------------------------------------------------------------------
     def update_topic(self, channel: Channel, request: RemotingCommand):
@@ -257,7 +261,17 @@ class AdminProcessor:
         lines = []
         for k, v in self.ctl.cfg.values.items():
             lines.append(f"{k}={str(v).lower() if isinstance(v, bool) else v}")
-        return request.response(ResponseCode.SUCCESS, None, None, "\n".join(lines).encode())
+        version = orjson.dumps(self.config_version.to_obj()).decode()
+        return request.response(ResponseCode.SUCCESS, None, {"version": version}, "\n".join(lines).encode())
+
+    def update_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        try:
+            entries = parse_properties(request.body_bytes.decode("utf-8"))
+            self.ctl.apply_config({k: v for k, v, _ in entries})
+        except (UnicodeDecodeError, PropertiesError, ConfigError) as exc:
+            return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
+        self.config_version = self.config_version.next_version(int(time.time() * 1000))
+        return request.response(ResponseCode.SUCCESS)
 
     # -- offsets -----------------------------------------------------------------------------
     def reset_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:

@@ -39,9 +39,14 @@ def _no_sql(request: RemotingCommand, expression_type: str | None) -> RemotingCo
 class PullProcessor:
     def __init__(self, ctl: BrokerController) -> None:
         self.ctl = ctl
-        self.long_polling = ctl.cfg["longPollingEnable"]
-        self.short_polling_s = ctl.cfg["shortPollingTimeMills"] / 1000.0
-        self.property_filter = ctl.cfg["enablePropertyFilter"]
+        self.reload()
+
+    def reload(self) -> None:
+        """Re-read the config values cached for the hot path (after UPDATE_BROKER_CONFIG)."""
+        cfg = self.ctl.cfg
+        self.long_polling = cfg["longPollingEnable"]
+        self.short_polling_s = cfg["shortPollingTimeMills"] / 1000.0
+        self.property_filter = cfg["enablePropertyFilter"]
 
     def register(self, server) -> None:
         server.register_processor(RequestCode.PULL_MESSAGE, self.process)

@@ -84,17 +84,21 @@ _STATUS_CODE = {
 class SendProcessor:
     def __init__(self, ctl: BrokerController) -> None:
         self.ctl = ctl
-        cfg = ctl.cfg
-        self.cluster = cfg["brokerClusterName"]
-        self.max_size = cfg["maxMessageSize"]
-        self.region = cfg["region"]
+        self.cluster = ctl.cfg["brokerClusterName"]
         self.trace_on = "true"
         self.stats = ctl.stats
-        self.reject_tx = cfg["rejectTransactionMessage"]
         from rocketq.store import MessageToStore, PutMessageStatus
 
         self.MessageToStore = MessageToStore
         self.PUT_OK = PutMessageStatus.PUT_OK
+        self.reload()
+
+    def reload(self) -> None:
+        """Re-read the config values cached for the hot path (after UPDATE_BROKER_CONFIG)."""
+        cfg = self.ctl.cfg
+        self.max_size = cfg["maxMessageSize"]
+        self.region = cfg["region"]
+        self.reject_tx = cfg["rejectTransactionMessage"]
 
     def register(self, server) -> None:
         server.register_processor(RequestCode.SEND_MESSAGE, self.process)
