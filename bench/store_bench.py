@@ -117,8 +117,10 @@ def make_msg(size: int, queue_id: int):
     return MessageToStore(topic=TOPIC, queue_id=queue_id, body=os.urandom(size), properties={"TAGS": "bench"})
 
 
-def append_run(root: str, size: int, sync: bool, threads: int, seconds: float) -> tuple[float, float, float]:
-    """msg/s, MB/s (payload) and messages per fdatasync (SYNC) with `threads` appender threads."""
+def append_run(
+    root: str, size: int, sync: bool, threads: int, seconds: float
+) -> tuple[float, float, float, float]:
+    """msg/s, MB/s (payload), messages per fdatasync (SYNC) and process CPU µs per message."""
     from rocketq.store import PutMessageStatus
 
     store = make_store(root, sync)
@@ -143,6 +145,7 @@ def append_run(root: str, size: int, sync: bool, threads: int, seconds: float) -
             counts[t] = n
 
     ts = [threading.Thread(target=worker, args=(t,)) for t in range(threads)]
+    c0 = time.process_time()
     t0 = time.perf_counter()
     for t in ts:
         t.start()
@@ -151,13 +154,14 @@ def append_run(root: str, size: int, sync: bool, threads: int, seconds: float) -
     for t in ts:
         t.join()
     dt = time.perf_counter() - t0
+    cpu = time.process_time() - c0  # all threads of the process: appenders, flush, dispatch
     syncs = getattr(store.flush_service, "sync_count", 0) or 0
     store.shutdown()
     shutil.rmtree(root, ignore_errors=True)
     if errors:
         raise RuntimeError(f"append failed: {errors[:3]}")
     n = sum(counts)
-    return n / dt, n * size / dt / 1e6, (n / syncs if syncs else 0.0)
+    return n / dt, n * size / dt / 1e6, (n / syncs if syncs else 0.0), cpu * 1e6 / max(n, 1)
 
 
 def append_run_asyncio(root: str, size: int, coroutines: int, seconds: float) -> tuple[float, float]:
@@ -414,9 +418,9 @@ def main() -> None:
         emit()
         emit(
             "| size | flush | appenders | msg/s | MB/s | MB/s ÷ dd | msg/s ÷ fsync loop | msg/s ÷ mmap loop "
-            "| msgs per fdatasync |"
+            "| msgs per fdatasync | CPU µs/msg |"
         )
-        emit("|---|---|---|---|---|---|---|---|---|")
+        emit("|---|---|---|---|---|---|---|---|---|---|")
         for cell in cells:
             size, sync, conc = cell
             runs = app[cell]
@@ -429,7 +433,8 @@ def main() -> None:
             emit(
                 f"| {size} | {'SYNC' if sync else 'ASYNC'} | {conc} | {fmt(rates)} | {mm:.1f} | "
                 f"{r_dd:.3f} | {r_fs:.2f} | {r_mc:.3f} | "
-                f"{f'{statistics.median(r[2] for r in runs):.1f}' if sync else '-'} |"
+                f"{f'{statistics.median(r[2] for r in runs):.1f}' if sync else '-'} | "
+                f"{statistics.median(r[3] for r in runs):.1f} |"
             )
         emit()
         emit(
