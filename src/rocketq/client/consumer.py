@@ -547,6 +547,7 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
         size_limit = self.pull_threshold_size_for_queue * 1024 * 1024
         timeout_s = self.consumer_timeout_millis_when_suspend / 1000.0
         next_offset = offset
+        suggested = 0
         while self._running and not pq.dropped:
             if self._paused:
                 await asyncio.sleep(1.0)
@@ -569,7 +570,12 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
                     commit_offset = co
                     sys_flag |= PULL_FLAG_COMMIT_OFFSET
             try:
-                addr = await inst.find_broker_addr_or_refresh(mq.broker_name, mq.topic)
+                # the broker's suggestion (pullFromWhichNode), else the master, else any replica
+                addr = inst.find_broker_addr_by_id(mq.broker_name, suggested) or (
+                    await inst.find_broker_addr_or_refresh(mq.broker_name, mq.topic, only_master=False)
+                )
+                if addr != inst.find_broker_addr(mq.broker_name):
+                    sys_flag &= ~PULL_FLAG_COMMIT_OFFSET  # only a master stores commit offsets
                 req = build_pull_request(
                     self.group,
                     mq,
@@ -592,6 +598,7 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
             if pq.dropped:
                 return
             pq.last_pull_ts = time.monotonic()
+            suggested = result.suggest_which_broker_id
             status = result.status
             if status is PullStatus.FOUND:
                 next_offset = result.next_begin_offset

@@ -280,6 +280,10 @@ class MQClientInstance:
             return master
         return next(iter(addrs.values()), None)
 
+    def find_broker_addr_by_id(self, broker_name: str, broker_id: int) -> str | None:
+        addrs = self.broker_addrs.get(broker_name)
+        return addrs.get(str(broker_id)) if addrs else None
+
     async def find_broker_addr_or_refresh(
         self, broker_name: str, topic: str, only_master: bool = True
     ) -> str:
