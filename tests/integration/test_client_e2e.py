@@ -912,3 +912,39 @@ def test_message_trace_records_pub_and_sub(cluster: Cluster) -> None:
     assert pub[12] == r.offset_msg_id and pub[13] == "true"
     after = next(f for f in records() if f[0] == "SubAfter" and r.msg_id in f)
     assert after[4] == "true" and after[8] == grp
+
+
+def test_lite_pull_pause_resume_seek_begin_end_and_auto_commit(cluster: Cluster) -> None:
+    topic = cluster.topic(queues=1)
+    mq = MessageQueue(topic, "broker-a", 0)
+    with Producer("PG_lite3", namesrv=cluster.namesrv) as p:
+        for i in range(10):
+            p.send(Message(topic, b"P%d" % i))
+    grp = group()
+    lp = LitePullConsumer(
+        grp, namesrv=cluster.namesrv, consume_from_where=FIRST, auto_commit_interval_millis=0
+    )
+    lp.assign([mq])
+    lp.start()
+    try:
+        lp.pause([mq])
+        assert lp.poll(timeout_ms=500) == []
+        lp.resume([mq])
+        got: list = []
+        deadline = time.monotonic() + 20
+        while len(got) < 10 and time.monotonic() < deadline:
+            got.extend(lp.poll(timeout_ms=500))
+        assert [m.body for m in got] == [b"P%d" % i for i in range(10)]
+        lp.seek_to_end(mq)
+        assert lp.poll(timeout_ms=300) == []
+        lp.seek_to_begin(mq)
+        first: list = []
+        deadline = time.monotonic() + 20
+        while not first and time.monotonic() < deadline:
+            first = lp.poll(timeout_ms=500)
+        assert first[0].queue_offset == 0
+        lp.seek_to_end(mq)
+        lp.poll(timeout_ms=100)  # auto-commit (interval 0) on poll: the consumed position is committed
+        assert lp.committed(mq) == 10
+    finally:
+        lp.shutdown()
