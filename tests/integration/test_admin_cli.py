@@ -76,3 +76,20 @@ def test_table_aligns_columns() -> None:
     table(out, ("Topic", "QID"), [("a-long-topic", 1), ("t", 12)])
     lines = out.getvalue().splitlines()
     assert lines[0].index("#QID") == lines[1].index("1") == lines[2].index("12")
+
+
+def test_fastjson_bodies_from_java_brokers() -> None:
+    """Java brokers write MessageQueue map keys as objects and numeric keys unquoted; both parse."""
+    from rocketq.admin.client import loads, mq_of
+
+    stats = loads(
+        b'{"offsetTable":{{"brokerName":"broker-a","queueId":3,"topic":"T"}:'
+        b'{"lastUpdateTimestamp":0,"maxOffset":5,"minOffset":1}}}'
+    )
+    ((key, off),) = stats["offsetTable"].items()
+    assert mq_of(key) == ("T", "broker-a", 3)
+    assert (off["minOffset"], off["maxOffset"]) == (1, 5)
+    route = loads(b'{"brokerDatas":[{"brokerAddrs":{0:"127.0.0.1:10911"},"brokerName":"b","cluster":"C"}]}')
+    from rocketq.admin.client import AdminClient
+
+    assert AdminClient.route_masters(route) == {"b": "127.0.0.1:10911"}
