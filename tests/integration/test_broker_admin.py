@@ -255,5 +255,14 @@ def test_update_broker_config_at_runtime(cluster):
                 r = await c.invoke(addr, rq(C.UPDATE_BROKER_CONFIG, {}, b"maxMessageSize=262144\n"))
                 assert r.code == ResponseCode.SUCCESS
             assert (await send(c, addr, "CFG", b"x" * 2000, queue_id=0)).code == ResponseCode.SUCCESS
+            # auto-create switched on at runtime: TBW102 appears and new topics are created on send
+            assert (await send(c, addr, "AUTO1", b"x")).code == ResponseCode.TOPIC_NOT_EXIST
+            r = await c.invoke(addr, rq(C.UPDATE_BROKER_CONFIG, {}, b"autoCreateTopicEnable=true\n"))
+            assert r.code == ResponseCode.SUCCESS
+            try:
+                assert (await send(c, addr, "AUTO1", b"x")).code == ResponseCode.SUCCESS
+            finally:
+                await c.invoke(addr, rq(C.UPDATE_BROKER_CONFIG, {}, b"autoCreateTopicEnable=false\n"))
+            assert (await send(c, addr, "AUTO2", b"x")).code == ResponseCode.TOPIC_NOT_EXIST
 
     run(go())

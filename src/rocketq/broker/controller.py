@@ -247,6 +247,8 @@ class BrokerController:
             reload = getattr(proc, "reload", None)
             if reload is not None:
                 reload()
+        if "autoCreateTopicEnable" in changes:  # TBW102 exists exactly when auto-create is on
+            self.topics.ensure_system_topics()
         if self.broker_perm != perm_before:
             self.register_soon()
 

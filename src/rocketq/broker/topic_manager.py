@@ -75,6 +75,13 @@ class TopicConfigManager:
         else:
             self._system(TRACE_TOPIC, 1)
 
+    def ensure_system_topics(self) -> None:
+        """Re-apply the system topic rules after a runtime config change; registers if the table changed."""
+        before = set(self.table)
+        self._create_system_topics()
+        if set(self.table) != before:
+            self._changed()
+
     def snapshot(self) -> dict:
         return {
             "dataVersion": self.data_version.to_obj(),
