@@ -417,6 +417,11 @@ def report(
             "",
             "### Where the server's time goes (py-spy, 250 Hz, 64 in flight, busy samples only)",
             "",
+            "py-spy attributes native time to the outermost Python frame (Runner.run) and, on a loaded "
+            "machine, also counts time spent runnable but waiting for a CPU there; the CPU accounting above "
+            "is the better measure of the native share. The Python frames' relative weights are what "
+            "to read.",
+            "",
             "```",
             *profile,
             "```",
