@@ -5,11 +5,15 @@ abnormal recovery starts scanning at the CommitLog segment that begins before th
 
 from __future__ import annotations
 
+import logging
 import os
 import struct
 import threading
+import time
 
 from . import faultfs
+
+log = logging.getLogger(__name__)
 
 CHECKPOINT_FILE_SIZE = 4096
 _LAYOUT = struct.Struct(">qqq")
@@ -29,9 +33,14 @@ class StoreCheckpoint:
             os.ftruncate(self._fd, CHECKPOINT_FILE_SIZE)
         raw = os.pread(self._fd, _LAYOUT.size, 0)
         if len(raw) == _LAYOUT.size and not created:
-            self.physic_msg_timestamp, self.logics_msg_timestamp, self.index_msg_timestamp = _LAYOUT.unpack(
-                raw
-            )
+            # A checkpoint torn by a power cut may hold garbage; a timestamp from the future (or negative)
+            # would make abnormal recovery start too late, so such values count as "nothing known" (0).
+            stored = list(_LAYOUT.unpack(raw))
+            limit = time.time_ns() // 1_000_000 + 60_000
+            vals = [v if 0 <= v <= limit else 0 for v in stored]
+            if vals != stored:
+                log.warning("checkpoint %s holds impossible timestamps; ignoring them", path)
+            self.physic_msg_timestamp, self.logics_msg_timestamp, self.index_msg_timestamp = vals
         if created and faultfs.ACTIVE is not None:
             faultfs.ACTIVE.on_create(path, CHECKPOINT_FILE_SIZE)
 

@@ -124,6 +124,8 @@ class MessageStore:
                 cfg.store_path_root_dir, cfg.max_hash_slot_num, cfg.max_index_num
             )
         if self.index_service is not None:
+            if abnormal:
+                self._drop_unflushed_index_files()
             self.index_service.load(last_exit_ok=not abnormal)
         self._recover_create = abnormal or self._rebuild_all
         cl_files = self.commit_log.mfq.files
@@ -137,7 +139,7 @@ class MessageStore:
             abnormal or self._rebuild_all,
             cfg.check_crc_on_recover,
             self._delay_table,
-            self.index_service is not None,
+            False,  # the index is rebuilt by its dispatch thread, not by this scan
             self._redispatch,
             full_scan=self._rebuild_all,
         )
@@ -193,6 +195,33 @@ class MessageStore:
             self.index_dispatcher.start()
         self._running = True
         self._writable = cfg.broker_role is not BrokerRole.SLAVE
+
+    def _drop_unflushed_index_files(self) -> None:
+        """After a crash, an IndexFile that changed after the checkpoint's indexMsgTimestamp may hold a header
+        newer than its entries (torn, never msync'ed): delete it (as RocketMQ does); the dispatcher rebuilds
+        it from the CommitLog."""
+        d = self.config.index_dir
+        if not os.path.isdir(d):
+            return
+        limit = self.checkpoint.index_msg_timestamp if self.checkpoint is not None else 0
+        for name in sorted(os.listdir(d)):
+            path = os.path.join(d, name)
+            if not (name.isdigit() and len(name) == 17):
+                continue
+            try:
+                with open(path, "rb") as f:
+                    head = f.read(16)
+                end_ts = struct.unpack(">q", head[8:16])[0] if len(head) == 16 else 1 << 62
+            except OSError:
+                continue
+            if end_ts > limit:
+                log.warning("index %s was not flushed before the crash: rebuilding it", name)
+                try:
+                    os.remove(path)
+                except OSError:
+                    continue
+                if faultfs.ACTIVE is not None:
+                    faultfs.ACTIVE.on_delete(path)
 
     def _index_has_entries(self) -> bool:
         files = getattr(self.index_service, "files", None)

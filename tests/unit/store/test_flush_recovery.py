@@ -289,3 +289,24 @@ def test_stray_tmp_and_short_last_segment_are_tolerated(tmp_path):
         assert s.put_message(msg()).queue_offset == 10
     finally:
         s.shutdown()
+
+
+def test_garbage_checkpoint_falls_back_to_a_full_scan(tmp_path):
+    s = open_store(tmp_path / "live")
+    try:
+        rs = [s.put_message(msg(body=b"m%d" % i + bytes(3000))) for i in range(50)]
+        img = crash_image(s, tmp_path / "img")
+    finally:
+        s.shutdown()
+    assert len(os.listdir(img / "commitlog")) >= 3
+    with open(img / "checkpoint", "r+b") as f:  # torn checkpoint: timestamps from the far future
+        f.write(struct.pack(">qqq", 2**62, 2**62, -5))
+    shutil.rmtree(img / "consumequeue" / "T" / "0")  # and the queue never reached the disk
+    (img / "consumequeue" / "T" / "1").mkdir(parents=True)
+    s = open_store(img)
+    try:
+        assert s.checkpoint.physic_msg_timestamp == 0
+        got, _ = read_all(s, "T", 0)
+        assert got == [(r.queue_offset, b"m%d" % i + bytes(3000)) for i, r in enumerate(rs)]
+    finally:
+        s.shutdown()
