@@ -229,7 +229,7 @@ class SendProcessor:
         max_times = sgc.retry_max_times
         if request.version >= VERSION_V3_4_9 and h.max_reconsume_times is not None:
             max_times = h.max_reconsume_times
-        if reconsume_times > max_times:
+        if reconsume_times >= max_times:  # RocketMQ 4.x handleRetryAndDLQ
             dlq = DLQ_GROUP_TOPIC_PREFIX + group
             tc = ctl.topics.create_in_send_back(dlq, 1, PERM_RW, 0)
             if not tc.perm & PERM_WRITE:
