@@ -948,3 +948,25 @@ def test_lite_pull_pause_resume_seek_begin_end_and_auto_commit(cluster: Cluster)
         assert lp.committed(mq) == 10
     finally:
         lp.shutdown()
+
+
+def test_consume_timeout_sends_a_stuck_message_back(cluster: Cluster) -> None:
+    topic = cluster.topic(queues=1)
+    release = threading.Event()
+    seen: list[int] = []
+
+    def listener(msgs: list) -> ConsumeResult:
+        seen.append(msgs[0].reconsume_times)
+        if len(seen) == 1:
+            release.wait(20)  # stuck far beyond the 2 s consume timeout
+        return ConsumeResult.SUCCESS
+
+    c = consumer(cluster.namesrv, group(), topic, listener, consume_timeout=2 / 60)
+    try:
+        with Producer("PG_timeout", namesrv=cluster.namesrv) as p:
+            p.send(Message(topic, b"slow"))
+        wait_until(lambda: len(seen) >= 2, 20, "redelivery of the stuck message")
+    finally:
+        release.set()
+        c.shutdown()
+    assert seen[:2] == [0, 1]

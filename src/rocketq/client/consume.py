@@ -121,11 +121,11 @@ class ConcurrentConsumeMixin:
     async def _consume_concurrently(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         if pq.dropped:
             return
-        self._reset_retry_topic(msgs)
         assert self._sem is not None
         async with self._sem:
             if pq.dropped or not self._running:  # shutting down: leave it unconsumed (not committed)
                 return
+            self._reset_retry_topic(msgs)  # also stamps CONSUME_START_TIME (consume timeout)
             ctx = ConsumeConcurrentlyContext(mq)
             try:
                 result = await self._call_listener(msgs, ctx)
@@ -158,6 +158,30 @@ class ConcurrentConsumeMixin:
         await asyncio.sleep(RECONSUME_LOCAL_DELAY_S)
         for m in msgs:
             self._spawn(self._consume_concurrently([m], pq, mq))
+
+    async def _clean_expired_loop(self) -> None:
+        """cleanExpiredMsg: a message stuck in the listener longer than consume_timeout minutes is sent
+        back for retry and dropped from the process queue, so the queue's offset can move on."""
+        period = self.consume_timeout * 60.0
+        while self._running:
+            await asyncio.sleep(period)
+            if self.orderly or self.message_model is not MessageModel.CLUSTERING:
+                continue
+            now_ms = int(time.time() * 1000)
+            for mq, pq in list(self._pqs.items()):
+                for _ in range(16):
+                    m = pq.first_message()
+                    if m is None or pq.dropped:
+                        break
+                    started = m.properties.get(PROPERTY_CONSUME_START_TIME)
+                    if not started or now_ms - int(started) <= period * 1000:
+                        break
+                    log.warning("consume of %s on %s timed out, sending it back", m.msg_id, mq)
+                    if not await self.send_message_back(m, 3):
+                        break
+                    offset = pq.remove_messages([m])
+                    if offset >= 0 and self.offset_store is not None:
+                        self.offset_store.update_offset(mq, offset, True)
 
     async def send_message_back(self, msg: MessageExt, delay_level: int) -> bool:
         """CONSUMER_SEND_MSG_BACK; if the broker refuses, re-send to %RETRY%<group> as

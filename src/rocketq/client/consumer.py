@@ -101,6 +101,7 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
         client_config: ClientConfig | None = None,
         enable_msg_trace: bool = False,
         customized_trace_topic: str | None = None,
+        consume_timeout: float = 15,
     ) -> None:
         if not group:
             raise MQClientError(-1, "consumerGroup is null")
@@ -146,6 +147,7 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
         self._paused = False
         self._rebalance_lock = asyncio.Lock()
         self.enable_msg_trace = enable_msg_trace
+        self.consume_timeout = consume_timeout  # minutes, like consumeTimeout
         self.customized_trace_topic = customized_trace_topic
         self._trace: TraceDispatcher | None = None
 
@@ -214,6 +216,8 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
         await inst.send_heartbeat_all()
         if self._needs_locks:
             self._spawn(self._lock_loop(), background=True)
+        if self.consume_timeout > 0:
+            self._spawn(self._clean_expired_loop(), background=True)
         inst.rebalance_immediately()
 
     async def _check_filters(self) -> None:

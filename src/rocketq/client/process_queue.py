@@ -92,6 +92,12 @@ class ProcessQueue:
             return self._min_offset()
         return self.queue_offset_max + 1
 
+    def first_message(self) -> MessageExt | None:
+        """The in-flight message with the smallest offset."""
+        if not self._tree:
+            return None
+        return self._tree[self._min_offset()]
+
     def max_span(self) -> int:
         if not self._tree:
             return 0
