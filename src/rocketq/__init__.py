@@ -25,7 +25,7 @@ _MESSAGE_NAMES = {
     "create_reply_message",
 }
 _TRANSACTION_NAMES = {"LocalTransactionState", "TransactionSendResult"}
-_CONSUMER_NAMES = {"ConsumeConcurrentlyContext", "ConsumeOrderlyContext", "MessageSelector"}
+_CONSUMER_NAMES = {"ClientConfig", "ConsumeConcurrentlyContext", "ConsumeOrderlyContext", "MessageSelector"}
 _SYNC_NAMES = {"Producer", "PushConsumer", "LitePullConsumer", "TransactionProducer"}
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from rocketq.client.consume import ConsumeConcurrentlyContext, ConsumeOrderlyContext  # noqa: F401
+    from rocketq.client.instance import ClientConfig  # noqa: F401
     from rocketq.client.message import (  # noqa: F401
         ConsumeFromWhere,
         ConsumeOrderlyResult,
