@@ -104,6 +104,7 @@ class FaultFS:
         rng: random.Random | None = None,
         max_torn_bytes: int = 64 * 1024,
         garbage: bool = True,
+        mode: str = "prefix",
     ) -> None:
         """Write to dest_dir what live_dir would contain after a power cut now (see module doc). Call it
         after the writer process is dead (SIGKILL) so the live files no longer change. Only bytes that
@@ -125,6 +126,9 @@ class FaultFS:
                 if not os.path.exists(out):
                     os.makedirs(os.path.dirname(out), exist_ok=True)
                     open(out, "wb").close()
+        if mode == "pages":
+            self._tear_pages(live_dir, dest_dir, rng, garbage)
+            return
         for ap, synced in self.synced_end.items():
             if not ap.startswith(os.path.abspath(live_dir) + os.sep) or not os.path.exists(ap):
                 continue
@@ -159,6 +163,33 @@ class FaultFS:
             with open(out, "r+b") as f:
                 f.seek(synced)
                 f.write(tail)
+
+    def _tear_pages(self, live_dir: str, dest_dir: str, rng: random.Random, garbage: bool) -> None:
+        """mode="pages": the kernel writes dirty pages back in any order, so after the cut every page that
+        differs from its synced state independently holds the old or the new content (sometimes one garbage
+        sector in a page that was being written). Covers in-place files (checkpoint, index) too."""
+        root = os.path.abspath(live_dir)
+        for ap in list(self.synced_end):
+            if not ap.startswith(root + os.sep) or not os.path.exists(ap):
+                continue
+            out = os.path.join(dest_dir, os.path.relpath(ap, root))
+            if not os.path.exists(out):
+                continue
+            with open(ap, "rb") as f:
+                live = f.read()
+            with open(out, "rb") as f:
+                img = bytearray(f.read().ljust(len(live), b"\0"))
+            page = 4096
+            for pos in range(0, len(live), page):
+                new = live[pos : pos + page]
+                if new == img[pos : pos + len(new)] or rng.random() < 0.5:
+                    continue
+                img[pos : pos + len(new)] = new
+                if garbage and rng.random() < 0.05:
+                    k = rng.randrange(0, len(new), SECTOR) if len(new) > SECTOR else 0
+                    img[pos + k : pos + k + SECTOR] = rng.randbytes(min(SECTOR, len(new) - k))
+            with open(out, "wb") as f:
+                f.write(img)
 
     def _reload_synced_ends(self, live_dir: str) -> None:
         """synced_end lives in the writer's memory; when the writer was another process, persist it via the
