@@ -180,10 +180,10 @@ class CleanService:
         hour = time.localtime(now / 1000).tm_hour
         time_up = hour in self.delete_hours
         space_to_delete = ratio > self._opt("disk_max_used_space_ratio", 75) / 100
-        clean_immediately = (
-            ratio > self._opt("disk_space_clean_forcibly_ratio", 85) / 100
-            and self._opt("clean_file_forcibly_enable", True)
-        ) or self.disk_full
+        # RocketMQ: cleanFileForciblyEnable gates deleting unexpired segments, also when the disk is full
+        clean_immediately = self._opt("clean_file_forcibly_enable", True) and (
+            ratio > self._opt("disk_space_clean_forcibly_ratio", 85) / 100 or self.disk_full
+        )
         manual = self.manual_delete_requests > 0
         if manual:
             self.manual_delete_requests -= 1

@@ -61,6 +61,11 @@ CHILD = textwrap.dedent(
             st = put_until_failure(50)
             import time; time.sleep(0.3)
             out = {{"statuses": st, "acked": check()}}
+        elif cmd == "clean":
+            # one retention pass now (its thread runs every 10 s); never delete unexpired data in this test
+            store.config.clean_file_forcibly_enable = False
+            store.clean.run_once()
+            out = {{"disk_full": store.clean.disk_full, "ratio": store.clean.stats.last_ratio}}
         elif cmd == "restart":
             store.shutdown()
             store = faultkit.open_store(root, "ASYNC", mapped_file_size_commitlog=1 << 20,
@@ -122,7 +127,13 @@ def test_disk_full_clear_error_no_corruption_and_resume(small_tmpfs):
         assert failures <= {"CREATE_MAPEDFILE_FAILED", "SERVICE_NOT_AVAILABLE", "OS_PAGECACHE_BUSY"}, st
         still = ask("more")  # still full: still refused, data still intact
         assert still["statuses"].get("PUT_OK", 0) == 0, still
+        flag = ask("clean")  # the CleanService sees > 90 % used: the store refuses writes up front
+        assert flag["disk_full"], flag
+        refused = ask("more")
+        assert set(refused["statuses"]) == {"SERVICE_NOT_AVAILABLE"}, refused
         os.remove(ballast)  # space returns
+        flag = ask("clean")
+        assert not flag["disk_full"], flag
         resumed = ask("more")
         assert resumed["statuses"].get("PUT_OK", 0) > 0, resumed
         assert resumed["acked"] > first["acked"]
