@@ -6,7 +6,9 @@ RocketMQ's rules (CleanCommitLogService + CleanConsumeQueueService), with its co
   - expired segments are deleted when the hour is in deleteWhen ("04", or "04;16"), or at any hour once the
   disk
     holding the CommitLog is more than diskMaxUsedSpaceRatio (75 %) used
-  - above diskSpaceCleanForciblyRatio (85 %) segments are deleted even if they have not expired, oldest first
+  - above diskSpaceCleanForciblyRatio (85 %), or when disk-full, segments are deleted even if they have not
+    expired, oldest first — only with cleanFileForciblyEnable (default true, as in RocketMQ: under disk
+    pressure old data goes before the broker stops accepting writes)
   - above diskSpaceWarningLevelRatio (90 %) the store is marked disk-full: put_message must refuse writes with
     PutMessageStatus.SERVICE_NOT_AVAILABLE (RocketMQ's status for "store not writeable"); the flag clears
     once usage
