@@ -549,7 +549,10 @@ class MessageStore:
             return GetMessageResult(GetMessageStatus.OFFSET_OVERFLOW_ONE, offset, min_off, max_off)
         if offset > max_off:
             return GetMessageResult(GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_off, min_off, max_off)
-        units = cq.get_units(offset)
+        try:
+            units = cq.get_units(offset)
+        except ValueError:  # its file was unmapped concurrently (retention)
+            units = None
         if units is None:
             nxt = cq.get_max_offset_in_queue() if offset < min_off else (
                 (offset * CQ_STORE_UNIT_SIZE // cq.file_size + 1) * cq.file_size // CQ_STORE_UNIT_SIZE
@@ -647,7 +650,11 @@ class MessageStore:
         return unit[0] if unit is not None else -1
 
     def look_message_by_offset(self, commit_log_offset: int) -> memoryview | None:
-        return self.commit_log.get_record(commit_log_offset)
+        """The whole record starting at commit_log_offset (a view; None if there is none)."""
+        try:
+            return self.commit_log.get_record(commit_log_offset)
+        except ValueError:
+            return None
 
     def query_message(
         self, topic: str, key: str, max_num: int, begin_ts: int, end_ts: int
