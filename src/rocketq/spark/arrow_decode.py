@@ -11,7 +11,9 @@ from __future__ import annotations
 import struct
 from itertools import accumulate
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from rocketq.protocol import record as rec
 from rocketq.protocol import sysflag as sf
@@ -43,29 +45,43 @@ DDL = (
 _HEAD = rec.HEADER  # fields 1..14 + body length, IPv4 hosts
 _I16 = struct.Struct(">h")
 _HOST_V6 = sf.BORNHOST_V6_FLAG | sf.STOREHOST_ADDRESS_V6_FLAG
-_US = 1000
+_PORT = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+
+
+def _concat(parts: list) -> tuple[pa.Buffer, pa.Buffer]:
+    """(int32 offsets buffer, data buffer) of a binary array made of the given slices (one copy)."""
+    offs = pa.array([0, *accumulate(map(len, parts))], pa.int32())
+    return offs.buffers()[1], pa.py_buffer(b"".join(parts))
+
+
+def _extract(props: pa.Array, key: str) -> pa.Array:
+    """Value of one property per row (null when absent), vectorized over the raw property strings."""
+    m = pc.extract_regex(props, f"(?:^|\x02){key}\x01(?P<v>[^\x02]*)")
+    return pc.if_else(pc.is_valid(m), pc.struct_field(m, [0]), pa.scalar(None, pa.string()))
+
+
+def _properties_map(props: pa.Array) -> pa.MapArray:
+    """\x02-separated key\x01value pairs -> map<string,string>; segments without \x01 are skipped."""
+    parts = pc.split_pattern(props, "\x02")
+    kv = pc.split_pattern(pc.list_flatten(parts), "\x01", max_splits=1)
+    valid = pc.equal(pc.list_value_length(kv), 2)
+    cum = np.concatenate(([0], np.cumsum(valid.to_numpy(zero_copy_only=False), dtype=np.int32)))
+    offsets = cum[parts.offsets.to_numpy()]
+    good = pc.filter(kv, valid)
+    return pa.MapArray.from_arrays(
+        pa.array(offsets, pa.int32()), pc.list_element(good, 0), pc.list_element(good, 1)
+    )
 
 
 class BatchBuilder:
-    """Accumulates records of ONE queue and emits record batches of the exact Spark schema."""
+    """Accumulates records of ONE queue and emits record batches of the exact Spark schema.
 
-    __slots__ = (
-        "bodies",
-        "born",
-        "broker",
-        "flags",
-        "key_lists",
-        "msg_ids",
-        "offsets",
-        "prop_keys",
-        "prop_offsets",
-        "prop_vals",
-        "queue_id",
-        "recon",
-        "store",
-        "tags",
-        "topic",
-    )
+    The per-record Python work is one header unpack and two slices; properties (tags, keys, msgId, the map)
+    are parsed column-wise by Arrow compute kernels in build()."""
+
+    __slots__ = ("bodies", "born", "broker", "fallback_ids", "flags", "odd_ids", "offsets", "props",
+                 "queue_id", "recon", "store", "store_host", "topic")  # fmt: skip
 
     def __init__(self, topic: str, broker: str, queue_id: int) -> None:
         self.topic = topic
@@ -75,17 +91,16 @@ class BatchBuilder:
 
     def _reset(self) -> None:
         self.offsets: list[int] = []
-        self.msg_ids: list[str] = []
-        self.tags: list[str | None] = []
-        self.key_lists: list[list[str] | None] = []
         self.bodies: list[bytes | memoryview] = []
-        self.prop_keys: list[str] = []
-        self.prop_vals: list[str] = []
-        self.prop_offsets: list[int] = [0]
+        self.props: list[bytes | memoryview] = []
         self.born: list[int] = []
         self.store: list[int] = []
         self.recon: list[int] = []
         self.flags: list[int] = []
+        # for rows without UNIQ_KEY the msgId is the offsetMsgId: store host + commit-log offset
+        self.fallback_ids: list[int] = []  # commit-log offsets
+        self.store_host = b""
+        self.odd_ids: dict[int, str] = {}  # row -> offsetMsgId of records with unusual layouts
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -95,98 +110,76 @@ class BatchBuilder:
         n0 = len(self.offsets)
         pos, end = 0, len(view)
         unpack = _HEAD.unpack_from
-        offsets, msg_ids, tags, key_lists, bodies = (
-            self.offsets,
-            self.msg_ids,
-            self.tags,
-            self.key_lists,
-            self.bodies,
-        )
-        pk, pv, po = self.prop_keys, self.prop_vals, self.prop_offsets
-        born, store, recon, flags = self.born, self.store, self.recon, self.flags
+        i16 = _I16.unpack_from
+        offsets, bodies, props = self.offsets, self.bodies, self.props
+        born, store, recon, flags, ids = self.born, self.store, self.recon, self.flags, self.fallback_ids
+        v1 = rec.MAGIC_CODE_V1
         while pos < end:
             (size, magic, _crc, _qid, flag, qoff, phys, sysf, bts, _bh, _bp, sts, sh, sp, rt, _pto, blen) = (
                 unpack(view, pos)
             )
-            if magic != rec.MAGIC_CODE_V1 or sysf & _HOST_V6:
+            if magic != v1 or sysf & _HOST_V6:
                 m = rec.decode_record(view, pos)  # rare layouts: the general decoder
                 qoff, flag, sysf, bts, sts, rt = (
-                    m.queue_offset,
-                    m.flag,
-                    m.sys_flag,
-                    m.born_timestamp,
-                    m.store_timestamp,
-                    m.reconsume_times,
-                )
+                    m.queue_offset, m.flag, m.sys_flag, m.born_timestamp, m.store_timestamp, m.reconsume_times
+                )  # fmt: skip
                 body = m.body
-                props_raw = bytes(m.properties_raw)
-                offset_id = m.offset_msg_id
+                praw = m.properties_raw
+                oid = m.offset_msg_id
             else:
                 b0 = pos + 88
                 body = view[b0 : b0 + blen]
-                t = b0 + blen
-                tlen = view[t]
-                p = t + 1 + tlen
-                plen = _I16.unpack_from(view, p)[0]
-                props_raw = bytes(view[p + 2 : p + 2 + plen])
-                offset_id = None
+                p = b0 + blen + 1 + view[b0 + blen]
+                praw = view[p + 2 : p + 2 + i16(view, p)[0]]
+                oid = None
             pos += size
             if qoff >= end_offset:
                 continue
             if sysf & sf.COMPRESSED_FLAG:
                 body = rec.decompress_body(body, sysf)
+            if oid is not None:
+                self.odd_ids[len(offsets)] = oid
+            elif not self.store_host:
+                self.store_host = sh + _PORT.pack(sp)
             offsets.append(qoff)
             bodies.append(body)
-            tag = keys = uniq = None
-            if props_raw:
-                for seg in props_raw.decode("utf-8", "replace").split("\x02"):
-                    k, _, v = seg.partition("\x01")
-                    if not _:
-                        continue
-                    pk.append(k)
-                    pv.append(v)
-                    if k == "TAGS":
-                        tag = v
-                    elif k == "KEYS":
-                        keys = v.split()
-                    elif k == "UNIQ_KEY":
-                        uniq = v
-            po.append(len(pk))
-            tags.append(tag)
-            key_lists.append(keys if keys is not None else [])
-            if uniq is None:
-                uniq = offset_id or (sh + struct.pack(">iq", sp, phys)).hex().upper()
-            msg_ids.append(uniq)
-            born.append(bts * _US)
-            store.append(sts * _US)
+            props.append(praw)
+            ids.append(phys)
+            born.append(bts)
+            store.append(sts)
             recon.append(rt)
             flags.append(flag)
         return len(self.offsets) - n0
 
     def build(self) -> pa.RecordBatch:
         n = len(self.offsets)
-        bodies = self.bodies
-        data = b"".join(bodies)
-        boffs = pa.array([0, *accumulate(len(b) for b in bodies)], pa.int32())
-        body_arr = pa.BinaryArray.from_buffers(pa.binary(), n, [None, boffs.buffers()[1], pa.py_buffer(data)])
-        props = pa.MapArray.from_arrays(
-            pa.array(self.prop_offsets, pa.int32()),
-            pa.array(self.prop_keys, pa.string()),
-            pa.array(self.prop_vals, pa.string()),
-        )
+        body_arr = pa.BinaryArray.from_buffers(pa.binary(), n, [None, *_concat(self.bodies)])
+        props = pa.StringArray.from_buffers(n, *_concat(self.props))
+        keys = pc.split_pattern(_extract(props, "KEYS"), " ")
+        keys = pc.fill_null(keys, pa.scalar([], keys.type)).cast(SCHEMA.field("keys").type)
+        msg_ids = _extract(props, "UNIQ_KEY")
+        if msg_ids.null_count:
+            ids = msg_ids.to_pylist()
+            for i, v in enumerate(ids):
+                if v is None:
+                    ids[i] = (
+                        self.odd_ids.get(i)
+                        or (self.store_host + _I64.pack(self.fallback_ids[i])).hex().upper()
+                    )
+            msg_ids = pa.array(ids, pa.string())
         ts = pa.timestamp("us", tz="UTC")
         cols = [
             pa.array([self.topic] * n, pa.string()),
             pa.array([self.broker] * n, pa.string()),
             pa.array([self.queue_id] * n, pa.int32()),
             pa.array(self.offsets, pa.int64()),
-            pa.array(self.msg_ids, pa.string()),
-            pa.array(self.tags, pa.string()),
-            pa.array(self.key_lists, SCHEMA.field("keys").type),
+            msg_ids,
+            _extract(props, "TAGS"),
+            keys,
             body_arr,
-            props,
-            pa.array(self.born, pa.int64()).cast(ts),
-            pa.array(self.store, pa.int64()).cast(ts),
+            _properties_map(props),
+            pc.multiply(pa.array(self.born, pa.int64()), 1000).cast(ts),
+            pc.multiply(pa.array(self.store, pa.int64()), 1000).cast(ts),
             pa.array(self.recon, pa.int32()),
             pa.array(self.flags, pa.int32()),
         ]

@@ -23,6 +23,8 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+from rocketq.client.sync import submit
+
 from .arrow_decode import BatchBuilder
 from .brokerio import Queue, RocketMQSourceError, get_io
 from .options import SourceOptions, canonical, flatten
@@ -61,7 +63,10 @@ def _loss(o: SourceOptions, q: Queue, frm: int, to: int, why: str) -> None:
 
 
 def read_range(o: SourceOptions, p: RocketMQInputPartition) -> Iterator[Any]:
-    """Pull [start, end) of one queue, following nextBeginOffset through tag-filter gaps."""
+    """Pull [start, end) of one queue, following nextBeginOffset through tag-filter gaps.
+
+    The next pull is requested as soon as a response's header says where it starts, before this thread
+    decodes the body: the broker serves pull k+1 while we decode pull k."""
     if not isinstance(p, RocketMQInputPartition):
         return  # Spark plans one placeholder partition when partitions() returned none
     io = get_io(o.namesrv)
@@ -70,32 +75,47 @@ def read_range(o: SourceOptions, p: RocketMQInputPartition) -> Iterator[Any]:
     off, end = p.start, p.end
     group, sub, batch = o.pull_group, o.sub_expression, o.pull_batch_size
     timeout_s = o.pull_timeout_ms / 1000.0
-    call, pull = io.call, io.pull
-    while off < end:
-        r = call(pull(group, q, off, min(batch, end - off), sub, timeout_s))
-        code, nxt = r.code, r.next_begin_offset
-        if code != 21 and r.min_offset > off:  # retention removed the head of what we still need
-            _loss(o, q, off, min(r.min_offset, end), f"min offset is now {r.min_offset}")
-            off = r.min_offset
-            continue
-        if code == 0:
-            b.add_body(memoryview(r.body), end)
-        elif code == 19 and nxt <= off:
-            _loss(o, q, off, end, f"queue ends at {r.max_offset}")
-            break
-        elif code == 21:
-            if nxt > off:
-                _loss(o, q, off, min(nxt, end), f"min offset is now {r.min_offset}")
-            else:
-                _loss(o, q, off, end, f"max offset is now {r.max_offset}")
-                break
-        if nxt <= off:
-            raise RocketMQSourceError(f"pull {q}@{off} did not advance (code {code}, next {nxt})")
-        off = nxt
-        if len(b) >= ARROW_BATCH_ROWS:
+    pull = io.pull
+
+    def request(at: int):
+        return submit(pull(group, q, at, min(batch, end - at), sub, timeout_s))
+
+    fut = request(off) if off < end else None
+    try:
+        while fut is not None:
+            r = fut.result(timeout_s + 5)
+            fut = None
+            code, nxt = r.code, r.next_begin_offset
+            if code != 21 and r.min_offset > off:  # retention removed the head of what we still need
+                _loss(o, q, off, min(r.min_offset, end), f"min offset is now {r.min_offset}")
+                off = r.min_offset
+                fut = request(off) if off < end else None
+                continue
+            stop = False
+            if code == 19 and nxt <= off:
+                _loss(o, q, off, end, f"queue ends at {r.max_offset}")
+                stop = True
+            elif code == 21:
+                if nxt > off:
+                    _loss(o, q, off, min(nxt, end), f"min offset is now {r.min_offset}")
+                else:
+                    _loss(o, q, off, end, f"max offset is now {r.max_offset}")
+                    stop = True
+            if not stop:
+                if nxt <= off:
+                    raise RocketMQSourceError(f"pull {q}@{off} did not advance (code {code}, next {nxt})")
+                off = nxt
+                if off < end:
+                    fut = request(off)  # prefetch before decoding
+            if code == 0:
+                b.add_body(memoryview(r.body), end)
+                if len(b) >= ARROW_BATCH_ROWS:
+                    yield b.build()
+        if len(b):
             yield b.build()
-    if len(b):
-        yield b.build()
+    finally:
+        if fut is not None:
+            fut.cancel()
 
 
 class RocketMQBatchReader(DataSourceReader):
