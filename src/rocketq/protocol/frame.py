@@ -245,33 +245,63 @@ def _header_int(obj: dict[str, Any], key: str, default: int = 0) -> int:
     return value
 
 
+_I32_MIN = -(2**31)
+_I32_MAX = 2**31 - 1
+_new_command = RemotingCommand.__new__
+
+
 def _command_from_json(raw: memoryview, body: memoryview) -> RemotingCommand:
     obj = _decode_json_header(raw)
-    ext_raw = obj.get("extFields")
+    # Fast path for well-formed headers (plain ints, string extFields); anything unusual takes the
+    # lenient, validating path below. This runs once per request, so it matters.
+    get = obj.get
+    code = get("code", 0)
+    opaque = get("opaque", 0)
+    flag = get("flag", 0)
+    version = get("version", 0)
+    if not (
+        type(code) is int
+        and type(opaque) is int
+        and type(flag) is int
+        and type(version) is int
+        and _I32_MIN <= code <= _I32_MAX
+        and _I32_MIN <= opaque <= _I32_MAX
+        and _I32_MIN <= flag <= _I32_MAX
+        and _I32_MIN <= version <= _I32_MAX
+    ):
+        code = _header_int(obj, "code")
+        opaque = _header_int(obj, "opaque")
+        flag = _header_int(obj, "flag")
+        version = _header_int(obj, "version")
+    ext_raw = get("extFields")
     if ext_raw is None:
         ext: dict[str, str] = {}
-    elif isinstance(ext_raw, dict):
-        # A null value means "absent" (Java's header decoding skips nulls), not "".
-        ext = {str(k): _coerce_ext_value(v) for k, v in ext_raw.items() if v is not None}
+    elif type(ext_raw) is dict:
+        ext = ext_raw
+        for v in ext_raw.values():
+            if type(v) is not str:
+                # A null value means "absent" (Java's header decoding skips nulls), not "".
+                ext = {k: _coerce_ext_value(v) for k, v in ext_raw.items() if v is not None}
+                break
     else:
         raise ProtocolError("extFields must be an object")
-    remark = obj.get("remark")
-    if remark is not None and not isinstance(remark, str):
+    remark = get("remark")
+    if remark is not None and type(remark) is not str:
         remark = str(remark)
-    language = obj.get("language", "JAVA")
-    if not isinstance(language, str):
+    language = get("language", "JAVA")
+    if type(language) is not str:
         language = "OTHER"
-    return RemotingCommand(
-        _header_int(obj, "code"),
-        opaque=_header_int(obj, "opaque"),
-        flag=_header_int(obj, "flag"),
-        ext_fields=ext,
-        body=bytes(body),
-        remark=remark,
-        language=language,
-        version=_header_int(obj, "version"),
-        serialize_type=SerializeType.JSON,
-    )
+    cmd = _new_command(RemotingCommand)
+    cmd.code = code
+    cmd.opaque = opaque
+    cmd.flag = flag
+    cmd.ext_fields = ext
+    cmd.body = bytes(body) if len(body) else b""
+    cmd.remark = remark
+    cmd.language = language
+    cmd.version = version
+    cmd.serialize_type = SerializeType.JSON
+    return cmd
 
 
 def _command_from_binary(raw: memoryview, body: memoryview) -> RemotingCommand:
