@@ -49,8 +49,8 @@ async def serve(a: argparse.Namespace, home: str) -> None:
         cfg.values["storePathRootDir"] = os.path.join(home, "store")
         if "storePathCommitLog" not in cfg.explicit:
             cfg.values["storePathCommitLog"] = os.path.join(cfg["storePathRootDir"], "commitlog")
-    broker = BrokerController(cfg, a.bind)
     try:
+        broker = BrokerController(cfg, a.bind)
         await broker.start()
     except BaseException:
         await namesrv.close()

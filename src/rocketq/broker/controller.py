@@ -72,6 +72,27 @@ def store_config_of(cfg: BrokerConfig):
     )
 
 
+def acl_file(cfg: BrokerConfig) -> str:
+    """$ROCKETMQ_ACL_FILE, else <ROCKETMQ_HOME or the store's parent dir>/conf/plain_acl.yml."""
+    explicit = os.environ.get("ROCKETMQ_ACL_FILE")
+    if explicit:
+        return explicit
+    home = os.environ.get("ROCKETMQ_HOME") or os.path.dirname(os.path.abspath(cfg["storePathRootDir"]))
+    return os.path.join(home, "conf", "plain_acl.yml")
+
+
+def load_acl_hook(cfg: BrokerConfig):
+    from .acl import AclHook, PlainAcl
+
+    path = acl_file(cfg)
+    try:
+        return AclHook(PlainAcl(path))
+    except (ValueError, OSError) as exc:
+        raise ConfigError(f"aclEnable=true but the ACL file is unusable: {exc}") from None
+    except Exception as exc:  # YAML syntax errors
+        raise ConfigError(f"aclEnable=true but {path} does not parse: {exc}") from None
+
+
 class BrokerController:
     def __init__(self, cfg: BrokerConfig, bind_host: str | None = None) -> None:
         self.cfg = cfg
@@ -99,6 +120,8 @@ class BrokerController:
         self.boot_timestamp = int(time.time() * 1000)
         self.stats = BrokerStats()
         self.processors: list[Any] = []
+        if cfg["aclEnable"]:
+            self.server.rpc_hook = load_acl_hook(cfg)
 
     @property
     def broker_addr(self) -> str:

@@ -93,7 +93,11 @@ def main(argv: list[str]) -> int:
         for k, v in cfg.values.items():
             print(f"{k}={str(v).lower() if isinstance(v, bool) else v}")
         return 0
-    ctl = BrokerController(cfg, a.bind)
+    try:
+        ctl = BrokerController(cfg, a.bind)
+    except ConfigError as exc:
+        print(f"rocketq broker: {exc}", file=sys.stderr)
+        return 2
     try:
         run(serve(ctl))
     except OSError as exc:
