@@ -9,7 +9,8 @@ import pytest
 from tests.integration.broker_support import create_topic, pull, run, send, start_cluster, write_conf
 
 from rocketq.client.acl import AclClientRPCHook
-from rocketq.protocol.codes import ResponseCode
+from rocketq.protocol.codes import RequestCode, ResponseCode
+from rocketq.protocol.frame import RemotingCommand
 from rocketq.remoting import RemotingClient
 
 ACL_YML = """\
@@ -67,8 +68,13 @@ def test_acl_permissions(cluster):
             assert p.code != ResponseCode.SUCCESS and "group G2" in p.remark
             p = await pull(user, addr, "G1", "T2", 0, 0)
             assert p.code != ResponseCode.SUCCESS
-            # admin may do anything; the query by unique key works with the flag excluded from the signature
+            # admin may do anything
             assert (await send(admin, addr, "T2", b"admin", queue_id=0)).code == ResponseCode.SUCCESS
+            # by UNIQ_KEY: _UNIQUE_KEY_QUERY may or may not be signed (Java signs header fields only)
+            q = {"topic": "T1", "key": "none", "maxNum": "1", "beginTimestamp": "0", "endTimestamp": "1",
+                 "_UNIQUE_KEY_QUERY": "true"}  # fmt: skip
+            r = await user.invoke(addr, RemotingCommand.request(RequestCode.QUERY_MESSAGE, q))
+            assert r.code == ResponseCode.QUERY_NOT_FOUND, r.remark
 
     run(go())
 

@@ -79,8 +79,9 @@ def signature(content: bytes, secret_key: str) -> str:
     return base64.b64encode(hmac.new(secret_key.encode(), content, hashlib.sha1).digest()).decode()
 
 
-def request_content(ext: dict[str, str], body: bytes) -> bytes:
-    values = "".join(v for k, v in sorted(ext.items()) if k not in (SIGNATURE, UNIQUE_KEY_QUERY))
+def request_content(ext: dict[str, str], body: bytes, with_unique_flag: bool = False) -> bytes:
+    skip = (SIGNATURE,) if with_unique_flag else (SIGNATURE, UNIQUE_KEY_QUERY)
+    values = "".join(v for k, v in sorted(ext.items()) if k not in skip)
     return values.encode() + body
 
 
@@ -235,8 +236,14 @@ class AclHook(RPCHook):
             raise AclError(f"[ACL] no acl config for {ak}")
         if acc.white_remote_address and _addr_matches(acc.white_remote_address, ip):
             return
-        expected = signature(request_content(ext, request.body_bytes), acc.secret_key)
-        if not hmac.compare_digest(expected, ext.get(SIGNATURE, "")):
+        given = ext.get(SIGNATURE, "")
+        body = request.body_bytes
+        expected = signature(request_content(ext, body), acc.secret_key)
+        if not hmac.compare_digest(expected, given) and not (
+            # Java clients sign header fields only (not _UNIQUE_KEY_QUERY); other clients sign every field
+            UNIQUE_KEY_QUERY in ext
+            and hmac.compare_digest(signature(request_content(ext, body, True), acc.secret_key), given)
+        ):
             raise AclError(f"[ACL] check signature failed for accessKey={ak}")
         if request.code in ADMIN_CODES:
             if not acc.admin:
