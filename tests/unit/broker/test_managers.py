@@ -206,3 +206,27 @@ def test_long_polling_wakes_from_another_thread():
         svc.stop()
 
     asyncio.run(go())
+
+
+def test_loads_java_written_config_files(cfg):
+    """RocketMQ (fastjson) writes integer map keys unquoted; those files load unchanged."""
+    import os
+
+    os.makedirs(cfg.config_dir, exist_ok=True)
+    with open(f"{cfg.config_dir}/consumerOffset.json", "w") as f:
+        f.write('{"offsetTable":{"TopicTest@CG":{0:12,1:3},"%RETRY%CG@CG":{0:0}}}')
+    with open(f"{cfg.config_dir}/delayOffset.json", "w") as f:
+        f.write('{"offsetTable":{1:5,3:7}}')
+    with open(f"{cfg.config_dir}/topics.json", "w") as f:
+        f.write(
+            '{"dataVersion":{"counter":3,"timestamp":1700000000000},"topicConfigTable":{"TopicTest":'
+            '{"order":false,"perm":6,"readQueueNums":4,"topicFilterType":"SINGLE_TAG","topicName":"TopicTest",'
+            '"topicSysFlag":0,"writeQueueNums":4}}}'
+        )
+    om = ConsumerOffsetManager(cfg)
+    om.load()
+    assert om.query("CG", "TopicTest", 1) == 3
+    tm = TopicConfigManager(cfg)
+    tm.load()
+    assert tm.get("TopicTest").write_queue_nums == 4 and tm.data_version.counter == 3
+    assert read_json(f"{cfg.config_dir}/delayOffset.json") == {"offsetTable": {1: 5, 3: 7}}
