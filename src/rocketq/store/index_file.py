@@ -75,6 +75,25 @@ def build_key(topic: str, key: str) -> str:
     return f"{topic}#{key}"
 
 
+_prefix_hash_cache: dict[str, int] = {}
+
+
+def topic_key_hash(topic: str, key: str) -> int:
+    """index_key_hash(build_key(topic, key)) without re-hashing "topic#" for every key:
+    hash(p + k) = hash(p) * 31**len(k) + hash(k)  (mod 2**32), over UTF-16 code units."""
+    ph = _prefix_hash_cache.get(topic)
+    if ph is None:
+        if len(_prefix_hash_cache) > 4096:
+            _prefix_hash_cache.clear()
+        ph = _prefix_hash_cache[topic] = java_string_hash(topic + "#") & _MASK32
+    n = len(key) if key.isascii() else len(key.encode("utf-16-be")) // 2
+    p31 = _POW31_DESC[_POW_N - 1 - n] if n < _POW_N else pow(31, n, 1 << 32)
+    h = (ph * p31 + (java_string_hash(key) & _MASK32)) & _MASK32
+    if h & 0x80000000:
+        h -= 0x100000000
+    return 0 if h == -0x80000000 else abs(h)
+
+
 def index_file_size(hash_slot_num: int, index_num: int) -> int:
     return INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE + index_num * INDEX_ENTRY_SIZE
 
@@ -537,21 +556,18 @@ class IndexService:
                     os.makedirs(self.dir, exist_ok=True)
                     f = self._new_file()
                 if uniq_key:
-                    f = self._put(f, build_key(topic, uniq_key), phy_offset, store_timestamp, done)
+                    f = self._put(f, topic_key_hash(topic, uniq_key), phy_offset, store_timestamp, done)
                 if keys:
                     for k in keys.split(" "):
                         if k:
-                            f = self._put(f, build_key(topic, k), phy_offset, store_timestamp, done)
+                            f = self._put(f, topic_key_hash(topic, k), phy_offset, store_timestamp, done)
             except OSError as e:
                 # e.g. ENOSPC creating a new file: the index is derived data, so skip instead of stopping
                 # dispatch
                 self._note_rebuild(phy_offset)
                 log.error("index: cannot index offset %d: %s", phy_offset, e)
 
-    def _put(
-        self, f: IndexFile, key: str, phy_offset: int, store_timestamp: int, done: set[int]
-    ) -> IndexFile:
-        h = index_key_hash(key)
+    def _put(self, f: IndexFile, h: int, phy_offset: int, store_timestamp: int, done: set[int]) -> IndexFile:
         if done:
             if h in done:
                 return f
@@ -570,7 +586,7 @@ class IndexService:
         indexLastUpdateTimestamp / indexLastUpdatePhyoffset)."""
         max_num = min(max_num, MAX_QUERY_NUM)
         out: list[int] = []
-        h = index_key_hash(build_key(topic, key))
+        h = topic_key_hash(topic, key)
         with self._lock:
             files = list(self._files)
             if not files:

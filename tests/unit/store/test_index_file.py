@@ -51,6 +51,19 @@ def test_java_hash_matches_known_values():
     assert index_key_hash("abcdefghij") == abs(java_string_hash("abcdefghij"))
 
 
+def test_topic_key_hash_equals_hash_of_the_joined_key():
+    import random
+
+    from rocketq.store.index_file import build_key, topic_key_hash
+
+    rng = random.Random(3)
+    alphabet = "abcXYZ019#-_%中文\U0001f600"
+    for _ in range(500):
+        topic = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 30)))
+        key = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 600)))
+        assert topic_key_hash(topic, key) == index_key_hash(build_key(topic, key)), (topic, key)
+
+
 def test_default_size_matches_seed():
     assert index_file_size(5_000_000, 20_000_000) == 420_000_040
 
