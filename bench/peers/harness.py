@@ -31,6 +31,7 @@ from .install import ensure_all, unavailable_systems
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 SYSTEM_MODULES = {
+    "null": "sys_null",
     "rocketq": "sys_rocketq",
     "redis": "sys_redis",
     "rabbitmq": "sys_rabbitmq",
@@ -203,7 +204,7 @@ class Runner:
                 out["cells"].append(cell)
                 self.say(
                     f"{system}/{tier} rep{rep} {size}B w{window}{f' batch{batch}' if batch else ''}: "
-                    f"pub {cell['pub_rate']:.0f}/s cons {cell.get('cons_rate', 0):.0f}/s "
+                    f"pub {cell['pub_rate']:.0f}/s cons {cell.get('cons_rate') or 0:.0f}/s "
                     f"ack p50 {cell.get('lat_ack', {}).get('p50', '-')} us "
                     f"e2e p50 {cell.get('lat_e2e', {}).get('p50', '-')} us"
                 )
@@ -220,6 +221,50 @@ class Runner:
                 w.close()
             server.cleanup()
         return out
+
+    def run_ceiling(self) -> dict[str, Any]:
+        """The load generator against a null broker (acks at once, stores nothing): the client model's own
+        publish ceiling per size and window, which bounds every system here."""
+        from .sys_null import NullServer
+
+        root = tempfile.mkdtemp(prefix="null-", dir=self.scratch)
+        server = NullServer("-", root, SERVER_CPU)
+        out: dict[str, Any] = {}
+        lat: dict[str, Any] = {}
+        prod = None
+        try:
+            server.start()
+            prod = Worker("null", "producer", server.client_args(), self.env)
+            for size in self.plan.sizes:
+                for w in self.plan.windows:
+                    cmd = {
+                        "op": "produce",
+                        "topic": "null",
+                        "size": size,
+                        "window": w,
+                        "seconds": self.plan.seconds,
+                        "warmup_s": self.plan.warmup_s,
+                    }
+                    r = prod.call(cmd, self.plan.seconds + 60)
+                    rate = r["n"] / r["elapsed_s"] if r["elapsed_s"] > 0 else 0.0
+                    out[f"{size}/{w}"] = rate
+                    # the generator's own latency floor at the same fraction as the systems' latency runs
+                    cmd = {
+                        "op": "produce",
+                        "topic": "null",
+                        "size": size,
+                        "window": w,
+                        "seconds": self.plan.lat_seconds,
+                        "rate": max(1.0, rate * self.plan.lat_fraction),
+                    }
+                    lat[f"{size}/{w}"] = prod.call(cmd, self.plan.lat_seconds + 60)["ack"]
+        except Exception as exc:
+            out["error"] = f"{type(exc).__name__}: {exc}"[:500]
+        finally:
+            if prod is not None:
+                prod.close()
+            server.cleanup()
+        return {"rate": out, "latency": lat}
 
     def run_cell(
         self, server: Any, prod: Worker, cons: Worker, size: int, window: int, batch: int
@@ -259,7 +304,12 @@ class Runner:
             cons.call({"op": "subscribe", "topic": t_thr, "group": self.name("g")}, 90)
             d = cons.call({"op": "drain", "expect": n, "timeout_s": 60}, 120)
             cpu2 = server.cpu_seconds()
-            cell.update(cons_n=d["n"], cons_rate=d["rate"], cpu_cons_us=(cpu2 - cpu1) / max(1, d["n"]) * 1e6)
+            cell.update(
+                cons_n=d["n"],
+                cons_rate=d["rate"],
+                cons_first_s=d["first_s"],
+                cpu_cons_us=(cpu2 - cpu1) / max(1, d["n"]) * 1e6,
+            )
         # 3. open-loop latency at a fraction of the max rate, consumer live
         if not batch and n:
             rate = max(1.0, cell["pub_rate"] * p.lat_fraction)
@@ -317,6 +367,7 @@ class Runner:
             "fill_rate": fill_rate,
             "drain_n": d["n"],
             "drain_rate": d["rate"],
+            "catchup_s": (d["first_s"] or 0) + d["span_s"] if d["n"] else None,
             "caches_dropped": dropped,
         }
 
@@ -402,6 +453,8 @@ def run(
 
     results["limits"] = measure(scratch, plan.sizes, plan.dd_mib, plan.limit_seconds, SERVER_CPU, CLIENT_CPU)
     runner.say(f"limits: {json.dumps(results['limits'])}")
+    results["ceiling"] = runner.run_ceiling()
+    runner.say(f"load generator ceiling (null broker): {json.dumps(results['ceiling'])}")
     for rep in range(plan.reps):
         for system in plan.systems:
             if system in skip:

@@ -9,6 +9,7 @@ import asyncio
 import json
 import os
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -18,6 +19,8 @@ if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from bench.peers.common import free_port, taskset, wait_port
+
+_NULL_LEN = struct.Struct(">I")
 
 
 def dd_write(directory: str, mib: int) -> dict[str, float]:
@@ -53,6 +56,34 @@ def fsync_loop(directory: str, size: int, seconds: float) -> float:
         os.close(fd)
         os.remove(path)
     return n / (time.monotonic() - t0)
+
+
+class _Ack(asyncio.Protocol):
+    """The null broker (sys_null.py): one ack byte per length-prefixed frame."""
+
+    def connection_made(self, transport: Any) -> None:
+        self.t = transport
+        self.buf = bytearray()
+
+    def data_received(self, data: bytes) -> None:
+        buf = self.buf
+        buf += data
+        n = pos = 0
+        while len(buf) - pos >= 4:
+            size = _NULL_LEN.unpack_from(buf, pos)[0]
+            if len(buf) - pos - 4 < size:
+                break
+            pos += 4 + size
+            n += 1
+        del buf[:pos]
+        if n:
+            self.t.write(b"\x01" * n)
+
+
+async def _null_server(port: int) -> None:
+    server = await asyncio.get_running_loop().create_server(_Ack, "127.0.0.1", port)
+    async with server:
+        await server.serve_forever()
 
 
 # -- loopback (two processes, pinned) -------------------------------------------------------------------
@@ -196,5 +227,7 @@ if __name__ == "__main__":
         print(json.dumps(_run_loop(_pingpong_client(port, secs))))
     elif kind == "bulk-server":
         _sink_server(port, secs)
+    elif kind == "null-server":
+        _run_loop(_null_server(port))
     elif kind == "bulk-client":
         print(json.dumps(_bulk_client(port, secs)))

@@ -160,6 +160,24 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
         f"- loopback TCP bulk (Python sendall 1 MiB, pinned like the brokers): **{lim['loopback_mb_s']:,.0f} MB/s**"
     )
     L.append(f"- 64-byte asyncio ping-pong, 1 in flight: **{lim['pingpong_rt_s']:,.0f} round trips/s**")
+    ceil = (results.get("ceiling") or {}).get("rate") or {}
+    clat = (results.get("ceiling") or {}).get("latency") or {}
+    if ceil and "error" not in ceil:
+        L.append(
+            "- load generator ceiling (the same producer process against a null broker that acks every frame at "
+            "once and stores nothing), publish msg/s: "
+            + ", ".join(f"{k.split('/')[0]} B W={k.split('/')[1]} {v:,.0f}" for k, v in ceil.items())
+        )
+        L.append(
+            f"- load generator latency floor (null broker, open loop at {plan['lat_fraction']:.0%} of that ceiling), "
+            "ack p50 / p99 / p99.9: "
+            + ", ".join(
+                f"{k.split('/')[0]} B W={k.split('/')[1]} {us(v.get('p50'))} / {us(v.get('p99'))} / {us(v.get('p999'))}"
+                for k, v in clat.items()
+            )
+        )
+    elif ceil:
+        L.append(f"- load generator ceiling: failed ({ceil['error']})")
     L.append("")
 
     # -- headline ratios ---------------------------------------------------------------------------------
@@ -184,33 +202,38 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
             continue
         L.append(f"### Throughput, {TIER_TEXT[tier]}")
         L.append("")
-        L.append(
-            "Publish msg/s (closed loop, W in flight), median [min–max]; MB/s of payload; consume msg/s "
-            "(a fresh consumer draining that backlog)."
-        )
-        L.append("")
-        L.append(
-            "| size | W | "
-            + " | ".join(f"{LABEL[s]} pub msg/s" for s, _ in keys)
-            + " | "
-            + " | ".join(f"{LABEL[s]} MB/s" for s, _ in keys)
-            + " | "
-            + " | ".join(f"{LABEL[s]} consume msg/s" for s, _ in keys)
-            + " |"
-        )
-        L.append("|---|---|" + "---|" * (3 * len(keys)))
-        for size in plan["sizes"]:
-            for w in plan["windows"]:
-                ck = (size, w, 0)
-                L.append(
-                    f"| {size} | {w} | "
-                    + " | ".join(mmm(ag.values(k, ck, "pub_rate")) for k in keys)
-                    + " | "
-                    + " | ".join(num(ag.median(k, ck, "pub_mb_s"), 1) for k in keys)
-                    + " | "
-                    + " | ".join(mmm(ag.values(k, ck, "cons_rate")) for k in keys)
-                    + " |"
-                )
+        peers = [k for k in keys if k[0] != "rocketq"]
+        has_rq = ("rocketq", tier) in ag.runs
+        for title, field, digits in (
+            ("Publish msg/s (closed loop, W in flight), median [min–max]", "pub_rate", 0),
+            ("Publish MB/s of payload (median)", "pub_mb_s", 1),
+            (
+                "Consume msg/s (a fresh consumer draining the backlog the publish phase left; page cache warm)",
+                "cons_rate",
+                0,
+            ),
+        ):
+            L.append(title + ":")
+            L.append("")
+            extra = has_rq and peers and field != "pub_mb_s"
+            L.append(
+                "| size | W | "
+                + " | ".join(LABEL[s] for s, _ in keys)
+                + (" | rocketq ÷ best peer |" if extra else " |")
+            )
+            L.append("|---|---|" + "---|" * (len(keys) + (1 if extra else 0)))
+            for size in plan["sizes"]:
+                for w in plan["windows"]:
+                    ck = (size, w, 0)
+                    if digits:
+                        cols = [num(ag.median(k, ck, field), digits) for k in keys]
+                    else:
+                        cols = [mmm(ag.values(k, ck, field)) for k in keys]
+                    if extra:
+                        best = max((ag.median(k, ck, field) or 0 for k in peers), default=0) or None
+                        cols.append(_ratio(ag.median(("rocketq", tier), ck, field), best))
+                    L.append(f"| {size} | {w} | " + " | ".join(cols) + " |")
+            L.append("")
         if ("rocketq", tier) in ag.runs:
             bcells = sorted({ck for ck in ag.cells[("rocketq", tier)] if ck[2]})
             if bcells:
@@ -276,9 +299,9 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
     L.append("")
     L.append(
         "| system | tier | CPU-s / M msgs (pub + cons) | bytes written / msg | peak RSS MiB | backlog msgs | "
-        "catch-up msg/s | restart → first publish ack | restart → all acked consumed | acked lost |"
+        "catch-up msg/s | catch-up s | restart → first publish ack | restart → all acked consumed | acked lost |"
     )
-    L.append("|---|---|---|---|---|---|---|---|---|---|")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|")
     for tier in plan["tiers"]:
         for k in ag.keys(tier):
             ck = (mid, wmax, 0)
@@ -292,7 +315,7 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
             rss = [r.get("rss_bytes", 0) / 1048576 for r in runs if r.get("rss_bytes")]
             L.append(
                 f"| {LABEL[k[0]]} | {tier} | {mmm(cpu, 1)} | {mmm(ag.values(k, ck, 'write_bytes_per_msg'))} | "
-                f"{mmm(rss)} | {mmm([b['n'] for b in bl])} | {mmm([b['drain_rate'] for b in bl])} | "
+                f"{mmm(rss)} | {mmm([b['n'] for b in bl])} | {mmm([b['drain_rate'] for b in bl])} | {mmm([b.get('catchup_s') for b in bl], 2)} | "
                 f"{mmm([c['first_publish_s'] for c in rc], 2) + ' s' if rc else '-'} | "
                 f"{mmm([c['drain_s'] for c in rc], 2) + ' s' if rc else '-'} | "
                 f"{sum(c['lost'] for c in rc) if rc else '-'} |"
