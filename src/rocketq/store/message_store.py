@@ -142,6 +142,8 @@ class MessageStore:
             False,  # the index is rebuilt by its dispatch thread, not by this scan
             self._redispatch,
             full_scan=self._rebuild_all,
+            resume_hint=self._newest_indexed_record(),
+            verify=self._verify_indexed,
         )
         self._recover_expect.clear()
         cl_min = self.commit_log.min_offset
@@ -195,6 +197,33 @@ class MessageStore:
             self.index_dispatcher.start()
         self._running = True
         self._writable = cfg.broker_role is not BrokerRole.SLAVE
+
+    def _verify_indexed(self, topic: str, qid: int, qoff: int, phys: int, size: int, sys_flag: int) -> bool:
+        """Clean restart: a record before the newest indexed one must be where its ConsumeQueue says."""
+        if not goes_to_consume_queue(sys_flag, topic):
+            return True
+        cq = self.consume_queue_table.get((topic, qid))
+        if cq is None or not cq.get_max_offset_in_queue():
+            return True  # deleted topic
+        first = cq.get_unit(cq.get_min_offset_in_queue())
+        if first is not None and first[1] != BLANK_UNIT_SIZE and phys < first[0]:
+            return True  # older than the queue (topic re-created)
+        unit = cq.get_unit(qoff) if qoff >= 0 else None
+        if unit is None:
+            return False
+        if unit[0] == phys and unit[1] == size:
+            return True
+        return unit[0] > phys and unit[1] != BLANK_UNIT_SIZE and self._unit_matches(unit, qid, qoff)
+
+    def _newest_indexed_record(self) -> int | None:
+        """CommitLog offset of the newest record any ConsumeQueue points at (a record boundary), or None."""
+        best = None
+        for cq in self.consume_queue_table.values():
+            n = cq.get_max_offset_in_queue()
+            unit = cq.get_unit(n - 1) if n > cq.get_min_offset_in_queue() else None
+            if unit is not None and unit[1] != BLANK_UNIT_SIZE and (best is None or unit[0] > best):
+                best = unit[0]
+        return best
 
     def _drop_unflushed_index_files(self) -> None:
         """After a crash, an IndexFile that changed after the checkpoint's indexMsgTimestamp may hold a header

@@ -10,7 +10,11 @@ Both end by dropping CQ units that point past the CommitLog end and rebuilding t
 from __future__ import annotations
 
 import logging
+import struct
+import zlib
 from collections.abc import Callable
+
+from rocketq.protocol.record import FIXED_SIZE, MAGIC_CODE_V1, MAGIC_CODE_V2
 
 from .checkpoint import StoreCheckpoint
 from .commit_log import CommitLog
@@ -25,15 +29,16 @@ def _scan(
     check_crc: bool,
     delay_table: list[int],
     on_record: Callable[[DispatchRequest], bool] | None,
+    start_pos: int = 0,
 ) -> int:
-    """Walk records from segment start_index; returns the CommitLog offset where valid data ends.
-    on_record may reject a record (False): the log then ends before it."""
+    """Walk records from segment start_index (at start_pos, a record boundary); returns the CommitLog offset
+    where valid data ends. on_record may reject a record (False): the log then ends before it."""
     files = cl.mfq.files
     if not files:
         return 0
-    end = files[start_index].file_from_offset
-    for mf in files[start_index:]:
-        pos = 0
+    end = files[start_index].file_from_offset + start_pos
+    for i, mf in enumerate(files[start_index:]):
+        pos = start_pos if i == 0 else 0
         base = mf.file_from_offset
         view = mf.view
         size_limit = mf.file_size
@@ -56,6 +61,52 @@ def _scan(
     return end
 
 
+RecordCheck = Callable[[str, int, int, int, int, int], bool]
+_CHECK = struct.Struct(">iiiiiqq")  # size, magic, crc, qid, flag, qoff, phys
+
+
+def _first_bad_record(mf, stop: int, check_crc: bool, verify: RecordCheck | None) -> int | None:
+    """Offset of the first record in mf before position stop that is not sane (magic, size, position, body
+    CRC, and verify(topic, queue_id, queue_offset, phys, size, sys_flag) — the ConsumeQueue agrees), or None.
+    Used on clean restarts, where the records before stop were dispatched already."""
+    view = mf.view
+    base = mf.file_from_offset
+    pos = 0
+    unpack = _CHECK.unpack_from
+    crc32 = zlib.crc32
+    while pos < stop:
+        if stop - pos < FIXED_SIZE:
+            return base + pos
+        size, magic, crc, qid, _, qoff, phys = unpack(view, pos)
+        if (magic != MAGIC_CODE_V1 and magic != MAGIC_CODE_V2) or size < FIXED_SIZE or pos + size > stop:
+            return base + pos
+        if phys != base + pos:
+            return base + pos
+        sys_flag = int.from_bytes(view[pos + 36 : pos + 40], "big")
+        p = pos + 48 + (20 if sys_flag & 0x10 else 8) + 8 + (20 if sys_flag & 0x20 else 8) + 12
+        blen = int.from_bytes(view[p : p + 4], "big", signed=True)
+        p += 4
+        if blen < 0 or p + blen + 3 > pos + size:
+            return base + pos
+        if check_crc and (crc32(view[p : p + blen]) & 0x7FFFFFFF) != crc:
+            return base + pos
+        if verify is not None:
+            p += blen
+            if magic == MAGIC_CODE_V1:
+                tlen, p = view[p], p + 1
+            else:
+                tlen, p = int.from_bytes(view[p : p + 2], "big", signed=True), p + 2
+            try:
+                topic = str(view[p : p + tlen], "utf-8")
+            except UnicodeDecodeError:
+                return base + pos
+            if not verify(topic, qid, qoff, phys, size, sys_flag):
+                log.error("commitlog: record at %d disagrees with its consume queue", phys)
+                return base + pos
+        pos += size
+    return None
+
+
 def _first_record_timestamp(cl: CommitLog, index: int, delay_table: list[int]) -> int | None:
     mf = cl.mfq.files[index]
     r = read_dispatch_request(mf.view, 0, mf.file_from_offset, False, delay_table, mf.file_size)
@@ -71,6 +122,8 @@ def recover_commit_log(
     index_enabled: bool,
     on_record: Callable[[DispatchRequest], bool],
     full_scan: bool = False,
+    resume_hint: int | None = None,
+    verify: RecordCheck | None = None,
 ) -> int:
     """Find (and cut at) the end of valid data, re-dispatching records the ConsumeQueues lack; on abnormal
     recovery start from a safe point given by the checkpoint and always verify CRCs.
@@ -80,8 +133,22 @@ def recover_commit_log(
         cl.mfq.flushed_where = 0
         return 0
     if not abnormal:
-        start = max(0, len(files) - 3)
-        end = _scan(cl, start, check_crc, delay_table, on_record)
+        # Clean shutdown: everything before the newest record a ConsumeQueue points at was flushed and
+        # dispatched; scanning from there (RocketMQ scans the last three segments, which in Python would
+        # cost seconds per GiB) finds the end and any records no queue holds (e.g. prepared transactions).
+        start, start_pos = max(0, len(files) - 3), 0
+        bad = None
+        if resume_hint is not None:
+            mf = cl.mfq.find_mapped_file_by_offset(resume_hint)
+            if mf is not None:
+                start, start_pos = files.index(mf), resume_hint - mf.file_from_offset
+                # integrity of that segment up to the hint: a lean check (no decoding) of every record
+                bad = _first_bad_record(mf, start_pos, check_crc, verify)
+        if bad is not None:
+            log.error("commitlog: invalid record at %d", bad)
+            end = bad
+        else:
+            end = _scan(cl, start, check_crc, delay_table, on_record, start_pos)
     else:
         min_ts = checkpoint.min_timestamp(index_enabled)
         start = 0
