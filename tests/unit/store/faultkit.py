@@ -90,8 +90,10 @@ def parse_acks(data: bytes) -> dict[tuple[int, int], str]:
     return acks
 
 
-def read_queue(store, queue_id: int) -> dict[int, object]:
-    """Every record of the queue from min to max offset, CRC-checked; asserts offsets are gapless."""
+def read_queue(store, queue_id: int, skipped: set[int] | None = None) -> dict[int, object]:
+    """Every record of the queue from min to max offset, CRC-checked, each at its own queue offset.
+    Offsets must be gapless; with `skipped` given, offsets the store leaves out (damaged records it refuses to
+    serve) are collected there instead of failing."""
     from rocketq.protocol.record import decode_record
     from rocketq.store import GetMessageStatus
 
@@ -101,15 +103,27 @@ def read_queue(store, queue_id: int) -> dict[int, object]:
     off = lo
     while off < hi:
         res = store.get_message("g", TOPIC, queue_id, off, 32, None)
+        if skipped is not None and (res.status != GetMessageStatus.FOUND or not res.buffers):
+            nxt = max(off + 1, res.next_begin_offset)
+            skipped.update(range(off, nxt))
+            off = nxt
+            res.release()
+            continue
         assert res.status == GetMessageStatus.FOUND, (queue_id, off, hi, res.status)
         assert res.buffers, (queue_id, off)
         for buf in res.buffers:
             m = decode_record(buf, verify_crc=True)
             assert m.topic == TOPIC and m.queue_id == queue_id
+            if skipped is not None and m.queue_offset > off:
+                skipped.update(range(off, m.queue_offset))
+                off = m.queue_offset
             assert m.queue_offset == off, f"gap/misorder in queue {queue_id}: {m.queue_offset} != {off}"
             body = bytes(m.body)
             got[off] = body.split(b"|", 1)[0].decode()
             off += 1
+        if skipped is not None and res.next_begin_offset > off:
+            skipped.update(range(off, res.next_begin_offset))
+            off = res.next_begin_offset
         assert res.next_begin_offset == off, (
             f"queue {queue_id}: read to {off}, next_begin_offset={res.next_begin_offset} (units skipped)"
         )
