@@ -326,6 +326,16 @@ def install_patches() -> None:
     _mmap.mmap = RecordingMmap  # type: ignore[misc]
 
 
+def uninstall_patches() -> None:
+    import mmap as _mmap
+
+    for name in ("fsync", "fdatasync"):
+        if name in _orig:
+            setattr(os, name, _orig.pop(name))
+    if "mmap" in _orig:
+        _mmap.mmap = _orig.pop("mmap")  # type: ignore[misc]
+
+
 def simulate_enospc(path: str) -> OSError:
     return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
 
