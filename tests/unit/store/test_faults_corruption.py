@@ -171,3 +171,29 @@ def test_index_file_corruption_is_detected_and_rebuilt(tmp_path):
             assert all(tok in m.keys for m in bodies)
     finally:
         store.shutdown()
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "missing", "future"])
+def test_checkpoint_damage_costs_time_not_data(tmp_path, damage):
+    root = str(tmp_path / "s")
+    recs = fill(root, crash=True)
+    ck = os.path.join(root, "checkpoint")
+    if damage == "garbage":
+        with open(ck, "r+b") as f:
+            f.write(os.urandom(24))
+    elif damage == "truncated":
+        with open(ck, "r+b") as f:
+            f.truncate(10)
+    elif damage == "missing":
+        os.remove(ck)
+    else:  # timestamps far in the future: would make recovery skip everything
+        with open(ck, "r+b") as f:
+            f.write(struct.pack(">qqq", 2**62, 2**62, 2**62))
+    # queue 0 lost its newest 60 units (never flushed): recovery must re-dispatch far enough back for them
+    p = _cq_path(root, 0)
+    n_units = sum(1 for r in recs if r[0] == 0)
+    with open(p, "r+b") as f:
+        f.seek((n_units - 60) * 20)
+        f.write(bytes(60 * 20))
+    got = served(root)
+    assert all(got.get((q, off)) == tok for q, off, _p, _s, tok in recs)
