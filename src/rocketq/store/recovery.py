@@ -159,16 +159,26 @@ def recover_commit_log(
                 break
         log.warning("abnormal recovery: scanning CommitLog from segment %s", files[start].file_name)
         end = _scan(cl, start, True, delay_table, on_record)
-    _cut(cl, end)
+    # a clean log has nothing past its end; after a crash or a cut, stale bytes may follow it
+    _cut(cl, end, zero_tail=abnormal or bad is not None or _nonzero_at(cl, end))
     return end
 
 
-def _cut(cl: CommitLog, end: int) -> None:
+def _nonzero_at(cl: CommitLog, offset: int) -> bool:
+    """Do bytes follow the end (a record the scan rejected)? Cheap: looks at the next 8 bytes only."""
+    mf = cl.mfq.find_mapped_file_by_offset(offset)
+    if mf is None:
+        return False
+    pos = offset - mf.file_from_offset
+    return bool(bytes(mf.view[pos : pos + 8]).strip(b"\0"))
+
+
+def _cut(cl: CommitLog, end: int, zero_tail: bool) -> None:
     mfq = cl.mfq
     old_max = mfq.files[-1].file_from_offset + mfq.files[-1].wrote_position if mfq.files else 0
     mfq.truncate_dirty_files(end)
     last = mfq.last()
-    if last is not None:
+    if last is not None and zero_tail:
         pos = last.wrote_position
         if pos < last.file_size:
             # zero leftovers past the end so a later, shorter append can never be followed by stale records
