@@ -166,10 +166,13 @@ class FaultFS:
 
     def _tear_pages(self, live_dir: str, dest_dir: str, rng: random.Random, garbage: bool) -> None:
         """mode="pages": the kernel writes dirty pages back in any order, so after the cut every page that
-        differs from its synced state independently holds the old or the new content (sometimes one garbage
-        sector in a page that was being written). Covers in-place files (checkpoint, index) too."""
+        differs from its synced state holds the old or the new content, and the page being written when power
+        failed may mix old and new sectors (sectors are atomic). With garbage=True a sector that lies wholly
+        past the file's synced end (data never acknowledged) may also hold garbage. Covers in-place files
+        (checkpoint, index) too."""
         root = os.path.abspath(live_dir)
-        for ap in list(self.synced_end):
+        page = 4096
+        for ap, synced in list(self.synced_end.items()):
             if not ap.startswith(root + os.sep) or not os.path.exists(ap):
                 continue
             out = os.path.join(dest_dir, os.path.relpath(ap, root))
@@ -179,15 +182,21 @@ class FaultFS:
                 live = f.read()
             with open(out, "rb") as f:
                 img = bytearray(f.read().ljust(len(live), b"\0"))
-            page = 4096
             for pos in range(0, len(live), page):
                 new = live[pos : pos + page]
-                if new == img[pos : pos + len(new)] or rng.random() < 0.5:
+                if new == img[pos : pos + len(new)]:
                     continue
-                img[pos : pos + len(new)] = new
-                if garbage and rng.random() < 0.05:
-                    k = rng.randrange(0, len(new), SECTOR) if len(new) > SECTOR else 0
-                    img[pos + k : pos + k + SECTOR] = rng.randbytes(min(SECTOR, len(new) - k))
+                r = rng.random()
+                if r < 0.45:
+                    continue  # write-back of this page never started
+                if r < 0.9:
+                    img[pos : pos + len(new)] = new
+                    continue
+                for sp in range(pos, pos + len(new), SECTOR):  # the page in flight: sector by sector
+                    if rng.random() < 0.5:
+                        img[sp : sp + SECTOR] = live[sp : sp + SECTOR]
+                    elif garbage and sp >= synced and rng.random() < 0.3:
+                        img[sp : sp + SECTOR] = rng.randbytes(min(SECTOR, len(live) - sp))
             with open(out, "wb") as f:
                 f.write(img)
 
