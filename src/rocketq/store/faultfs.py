@@ -13,7 +13,10 @@ Model (what ext4/xfs promise to a program that uses fsync/fdatasync/msync correc
 The recorder keeps a shadow copy of every durable byte under <shadow>/<absolute path>.
 power_cut_image() copies the shadow of a directory elsewhere and adds a torn tail: a random prefix of the
 bytes written but not yet synced, sometimes ending in a sector of garbage, which is what a disk may hold
-after losing power mid-write.
+after losing power mid-write (mode="prefix"); mode="pages" instead lets any subset of the dirty pages reach
+the disk (write-back order is arbitrary), mixing sectors of the page in flight. Garbage only ever lands in
+sectors past a file's synced end, so acknowledged (synced) data is never damaged by the model itself.
+Crash points: ROCKETQ_CRASH_AT=<point>[:<n>] makes crash_point(<point>) call os._exit(137) at its n-th hit.
 """
 
 from __future__ import annotations
