@@ -74,20 +74,41 @@ def compute_tags_code(topic: str, props: dict[str, str], store_timestamp: int, d
 
 
 class DispatchRequest:
+    """What dispatch needs from one record. The property string is parsed only on demand (recovery mostly
+    meets records its queues already hold and never looks at it)."""
+
     __slots__ = (
+        "_delay_table",
+        "_props",
+        "_props_raw",
         "commit_log_offset",
         "consume_queue_offset",
-        "keys",
         "msg_size",
         "prepared_transaction_offset",
-        "properties",
         "queue_id",
         "store_timestamp",
         "sys_flag",
-        "tags_code",
         "topic",
-        "uniq_key",
     )
+
+    @property
+    def properties(self) -> dict[str, str]:
+        if self._props is None:
+            raw = self._props_raw
+            self._props = decode_properties(raw) if len(raw) else {}
+        return self._props
+
+    @property
+    def keys(self) -> str | None:
+        return self.properties.get(PROPERTY_KEYS)
+
+    @property
+    def uniq_key(self) -> str | None:
+        return self.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+
+    @property
+    def tags_code(self) -> int:
+        return compute_tags_code(self.topic, self.properties, self.store_timestamp, self._delay_table)
 
     def __repr__(self) -> str:
         return (
@@ -157,7 +178,6 @@ def read_dispatch_request(
         return INVALID
     if check_crc and (zlib.crc32(view[body_at : body_at + blen]) & 0x7FFFFFFF) != crc:
         return INVALID
-    props = decode_properties(view[p : p + plen]) if plen else {}
     r = DispatchRequest()
     r.topic = topic
     r.queue_id = qid
@@ -167,10 +187,9 @@ def read_dispatch_request(
     r.consume_queue_offset = qoff
     r.sys_flag = sys_flag
     r.prepared_transaction_offset = prep
-    r.properties = props
-    r.keys = props.get(PROPERTY_KEYS)
-    r.uniq_key = props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
-    r.tags_code = compute_tags_code(topic, props, store_ts, delay_table)
+    r._props_raw = view[p : p + plen]
+    r._props = None
+    r._delay_table = delay_table
     return r
 
 
