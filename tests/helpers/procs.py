@@ -22,6 +22,15 @@ from pathlib import Path
 
 NAMESRV_BOOT_LINE = "The Name Server boot success. serializeType=JSON"
 
+# Small store files for test brokers: the defaults (1 GiB CommitLog segments with the next one
+# preallocated, a ~420 MB preallocated IndexFile) add up to many GiB over a suite on a shared disk,
+# and a disk past 90 % makes every broker refuse writes.
+SMALL_STORE_CONF = {
+    "mapedFileSizeCommitLog": str(64 * 1024 * 1024),
+    "maxHashSlotNum": "50000",
+    "maxIndexNum": "200000",
+}
+
 
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

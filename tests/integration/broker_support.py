@@ -22,6 +22,8 @@ TEST_CONF = {
     "brokerName": "broker-t",
     "mapedFileSizeCommitLog": str(4 * 1024 * 1024),
     "mapedFileSizeConsumeQueue": str(20 * 2000),
+    "maxHashSlotNum": "50000",
+    "maxIndexNum": "200000",
     "messageDelayLevel": "1s 2s 3s",
     "maxMessageSize": str(256 * 1024),
     "flushIntervalCommitLog": "100",

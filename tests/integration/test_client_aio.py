@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.helpers.procs import RocketqProcess, free_port, start_rocketq
+from tests.helpers.procs import SMALL_STORE_CONF, RocketqProcess, free_port, start_rocketq
 
 from rocketq import aio
 from rocketq.client.api import MQClientAPI
@@ -24,8 +24,20 @@ FAST = ClientConfig(rebalance_interval=2.0, persist_consumer_offset_interval=1.0
 def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RocketqProcess, str]]:
     home: Path = tmp_path_factory.mktemp("aio")
     broker_port = free_port()
+    conf = home / "broker.conf"
+    conf.write_text("".join(f"{k}={v}\n" for k, v in SMALL_STORE_CONF.items()))
     proc = start_rocketq(
-        ["standalone", "--home", str(home), "--namesrv-port", "{port}", "--broker-port", str(broker_port)],
+        [
+            "standalone",
+            "--home",
+            str(home),
+            "--namesrv-port",
+            "{port}",
+            "--broker-port",
+            str(broker_port),
+            "-c",
+            str(conf),
+        ],
         boot_line="The broker[",
         timeout=60.0,
     )

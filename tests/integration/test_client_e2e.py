@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from tests.helpers.procs import RocketqProcess, free_port, start_rocketq
+from tests.helpers.procs import SMALL_STORE_CONF, RocketqProcess, free_port, start_rocketq
 
 from rocketq import (
     ConsumeConcurrentlyContext,
@@ -70,6 +70,7 @@ class Cluster:
 def start_cluster(home: Path, extra: dict[str, str] | None = None) -> Cluster:
     home.mkdir(parents=True, exist_ok=True)
     conf = {
+        **SMALL_STORE_CONF,
         "messageDelayLevel": DELAY_LEVELS,
         "flushDiskType": "ASYNC_FLUSH",
         "enablePropertyFilter": "true",

@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from tests.helpers.procs import NAMESRV_BOOT_LINE, RocketqProcess, free_port, start_rocketq
+from tests.helpers.procs import NAMESRV_BOOT_LINE, SMALL_STORE_CONF, RocketqProcess, free_port, start_rocketq
 
 from rocketq import ConsumeFromWhere, ConsumeResult, Message, MQClientError, Producer, PushConsumer
 from rocketq.client.instance import ClientConfig
@@ -37,7 +37,7 @@ def admin(namesrv: str, *args: str) -> str:
 def standalone(home: Path, ns_port: int, broker_port: int, conf: dict[str, str]) -> RocketqProcess:
     home.mkdir(parents=True, exist_ok=True)
     path = home / "broker.conf"
-    path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
+    path.write_text("".join(f"{k}={v}\n" for k, v in {**SMALL_STORE_CONF, **conf}.items()))
     args = [
         "standalone",
         "--home",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.helpers.procs import RocketqProcess, free_port, start_rocketq
+from tests.helpers.procs import SMALL_STORE_CONF, RocketqProcess, free_port, start_rocketq
 
 BROKER_BOOT_MARK = "The broker["
 NODE_DIR = Path(__file__).parent / "node"
@@ -37,10 +37,10 @@ def start_standalone(home: Path, conf: dict[str, str] | None = None) -> Standalo
     args = ["standalone", "--home", str(home), "--namesrv-port", "{port}"]
     broker_port = free_port()
     args += ["--broker-port", str(broker_port)]
-    if conf:
-        path = home / "broker.conf"
-        path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
-        args += ["-c", str(path)]
+    conf = {**SMALL_STORE_CONF, **(conf or {})}
+    path = home / "broker.conf"
+    path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
+    args += ["-c", str(path)]
     proc = start_rocketq(args, boot_line=BROKER_BOOT_MARK, timeout=60.0)
     return Standalone(proc, proc.addr, f"127.0.0.1:{broker_port}", home)
 
