@@ -175,6 +175,11 @@ class Client:
     async def unsubscribe(self) -> None:
         pass
 
+    async def stored_count(self, topic: str) -> int | None:
+        """How many messages the broker holds for ``topic`` (None: not known). Used only when a consumer
+        fell short, to tell a consumer problem from a lost message."""
+        return None
+
     async def close(self) -> None:
         pass
 

@@ -57,6 +57,7 @@ class Plan:
     systems: list[str] = field(default_factory=lambda: ["rocketq", "redis", "rabbitmq", "nats"])
     tiers: list[str] = field(default_factory=lambda: ["A", "B"])
     drop_caches: bool = True
+    profile_seconds: float = 5.0  # py-spy on the rocketq broker after the repetitions (0: no profile)
 
 
 def smoke_plan() -> Plan:
@@ -73,6 +74,7 @@ def smoke_plan() -> Plan:
         dd_mib=16,
         limit_seconds=0.2,
         drop_caches=False,
+        profile_seconds=0,
     )
 
 
@@ -212,6 +214,7 @@ class Runner:
             out["rss_bytes"] = server.rss_bytes()
             if tier == "A":
                 out["recovery"] = self.run_recovery(system, server, prod, cons, workers)
+            out["server_log"] = server.log_tail(3000)
         except Exception as exc:
             out["error"] = f"{type(exc).__name__}: {exc}"[:2000]
             out["server_log"] = server.log_tail(1500)
@@ -221,6 +224,43 @@ class Runner:
                 w.close()
             server.cleanup()
         return out
+
+    def run_profile(self, tier: str) -> dict[str, Any]:
+        """py-spy on the rocketq broker during a closed-loop 1 KiB, 64-in-flight publish run (a separate pass,
+        so the sampling does not perturb the measured repetitions)."""
+        from . import profile
+        from .sys_rocketq import RocketqServer
+
+        if profile.py_spy() is None:
+            return {"error": "py-spy not installed"}
+        root = tempfile.mkdtemp(prefix="profile-", dir=self.scratch)
+        server = RocketqServer(tier, root, SERVER_CPU)
+        prod = None
+        secs = self.plan.profile_seconds
+        try:
+            server.start()
+            prod = Worker("rocketq", "producer", server.client_args(), self.env)
+            prod.call({"op": "prepare", "topics": ["profile"]}, 90)
+            out = os.path.join(root, "py-spy.txt")
+            spy = profile.start(server.proc.pid, secs, out)
+            cpu0 = server.cpu_seconds()
+            cmd = {"op": "produce", "topic": "profile", "size": 1024, "window": 64, "seconds": secs}
+            r = prod.call(cmd, secs + 120)
+            cpu1 = server.cpu_seconds()
+            if spy is not None:
+                spy.wait(secs + 30)
+            folded = profile.fold(out) if os.path.exists(out) else {"error": "py-spy wrote nothing"}
+            folded.update(
+                rate=r["n"] / r["elapsed_s"] if r["elapsed_s"] > 0 else 0.0,
+                cpu_us=(cpu1 - cpu0) / r["n"] * 1e6 if r["n"] else None,
+            )
+            return folded
+        except Exception as exc:
+            return {"error": f"{type(exc).__name__}: {exc}"[:500]}
+        finally:
+            if prod is not None:
+                prod.close()
+            server.cleanup()
 
     def run_ceiling(self) -> dict[str, Any]:
         """The load generator against a null broker (acks at once, stores nothing): the client model's own
@@ -302,7 +342,9 @@ class Runner:
         # 2. drain that backlog with a fresh consumer (page cache warm)
         if n:
             cons.call({"op": "subscribe", "topic": t_thr, "group": self.name("g")}, 90)
-            d = cons.call({"op": "drain", "expect": n, "timeout_s": 60}, 120)
+            d = cons.call({"op": "drain", "topic": t_thr, "expect": n, "timeout_s": 30}, 90)
+            if d.get("stored") is not None:
+                cell["cons_short_stored"] = d["stored"]
             cpu2 = server.cpu_seconds()
             cell.update(
                 cons_n=d["n"],
@@ -325,7 +367,9 @@ class Runner:
                 },
                 p.lat_seconds + 120,
             )
-            d = cons.call({"op": "drain", "expect": lr["n"], "timeout_s": 30}, 90)
+            d = cons.call({"op": "drain", "topic": t_lat, "expect": lr["n"], "timeout_s": 30}, 90)
+            if d.get("stored") is not None:
+                cell["lat_short_stored"] = d["stored"]
             cell.update(
                 lat_rate=rate,
                 lat_n=lr["n"],
@@ -360,7 +404,7 @@ class Runner:
                 "seconds": p.backlog_seconds,
             }
         )
-        d = cons.call({"op": "drain", "expect": n, "timeout_s": 60}, 120)
+        d = cons.call({"op": "drain", "topic": topic, "expect": n, "timeout_s": 60}, 120)
         prod.recv(p.backlog_seconds + 120)
         return {
             "n": n,
@@ -396,13 +440,17 @@ class Runner:
         fresh = Worker(system, "consumer", server.client_args(), self.env)
         workers.append(fresh)
         fresh.call({"op": "subscribe", "topic": topic, "group": self.name("g")}, 90)
-        d = fresh.call({"op": "drain", "expect": n, "timeout_s": 60}, 120)
+        d = fresh.call({"op": "drain", "topic": topic, "expect": n, "timeout_s": 60}, 120)
         return {
             "acked": n,
             "restart_port_s": port_s,
             "first_publish_s": (fp["t"] - t0) / 1e9 if fp.get("ok") else None,
             "consumed": d["n"],
             "lost": max(0, n - d["n"]),
+            "stored_when_short": d.get(
+                "stored"
+            ),  # broker's count (+1 probe message) when the consumer fell short
+            "first_s": d.get("first_s"),
             "drain_s": (d["t_last"] - t0) / 1e9 if d["n"] else None,
         }
 
@@ -464,6 +512,11 @@ def run(
                 if tier not in mod.SERVER.tiers:
                     continue
                 results["runs"].append(runner.run_system(system, tier, rep))
+    if plan.profile_seconds > 0 and "rocketq" in plan.systems:
+        results["profiles"] = {}
+        for tier in plan.tiers:
+            runner.say(f"profiling the rocketq broker, tier {tier}")
+            results["profiles"][tier] = runner.run_profile(tier)
     results["machine"]["loadavg_end"] = os.getloadavg()
     results["elapsed_s"] = time.monotonic() - t0
     results["finished_utc"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())

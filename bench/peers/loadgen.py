@@ -185,6 +185,12 @@ class Worker:
         except TimeoutError:
             pass
         await self.client.unsubscribe()
+        stored = None
+        if self.count < self.expect:  # short: does the broker hold them (consumer problem) or not (lost)?
+            try:
+                stored = await asyncio.wait_for(self.client.stored_count(c["topic"]), 20)
+            except Exception as exc:
+                stored = repr(exc)
         # steady drain rate, first to last message (startup excluded; reported apart as first_s); a
         # backlog smaller than MIN_DRAIN may arrive in one or two fetches, which gives no rate
         span = (self.t_last - self.t_first) / 1e9 if self.count else 0.0
@@ -194,6 +200,7 @@ class Worker:
             "rate": (self.count - 1) / span if span > 0 and self.count >= MIN_DRAIN else None,
             "first_s": (self.t_first - self.t_ready) / 1e9 if self.count else None,
             "e2e": percentiles(self.e2e),
+            "stored": stored,
             "t_first": self.t_first,
             "t_last": self.t_last,
         }

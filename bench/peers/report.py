@@ -98,6 +98,52 @@ def _ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}"
 
 
+def _secs(xs: list[float | None]) -> str:
+    v = mmm(xs, 2)
+    return v if v == "-" else v + " s"
+
+
+def _lost(rc: list[dict]) -> str:
+    """Acknowledged messages the fresh consumer did not get after kill -9, split by whether the broker still
+    reported holding them (a consumer-side shortfall) or not (missing)."""
+    if not rc:
+        return "-"
+    missing = held = 0
+    for c in rc:
+        if not c.get("lost"):
+            continue
+        stored = c.get("stored_when_short")
+        if isinstance(stored, int) and stored >= c["acked"]:
+            held += c["lost"]
+        else:
+            missing += c["lost"]
+    if not missing and not held:
+        return "0"
+    parts = []
+    if missing:
+        parts.append(f"**{missing} missing**")
+    if held:
+        parts.append(f"{held} not consumed in 60 s but held by the broker")
+    return ", ".join(parts)
+
+
+def _shortfalls(results: dict[str, Any]) -> list[str]:
+    out = []
+    for r in results["runs"]:
+        for c in r.get("cells", []):
+            for got, want, stored, what in (
+                (c.get("cons_n"), c.get("pub_n"), c.get("cons_short_stored"), "drain"),
+                (c.get("lat_consumed"), c.get("lat_n"), c.get("lat_short_stored"), "latency run"),
+            ):
+                if got is not None and want and got < want:
+                    out.append(
+                        f"- {r['system']} tier {r['tier']} rep {r['rep']}, {c['size']} B W={c['window']}"
+                        f"{' batch ' + str(c['batch']) if c['batch'] else ''} {what}: consumed {got} of {want} "
+                        f"acknowledged within the timeout; broker reports {stored} stored"
+                    )
+    return out
+
+
 def render(results: dict[str, Any], img_dir: str | None) -> str:
     ag = Agg(results)
     plan = results["plan"]
@@ -316,11 +362,19 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
             L.append(
                 f"| {LABEL[k[0]]} | {tier} | {mmm(cpu, 1)} | {mmm(ag.values(k, ck, 'write_bytes_per_msg'))} | "
                 f"{mmm(rss)} | {mmm([b['n'] for b in bl])} | {mmm([b['drain_rate'] for b in bl])} | {mmm([b.get('catchup_s') for b in bl], 2)} | "
-                f"{mmm([c['first_publish_s'] for c in rc], 2) + ' s' if rc else '-'} | "
-                f"{mmm([c['drain_s'] for c in rc], 2) + ' s' if rc else '-'} | "
-                f"{sum(c['lost'] for c in rc) if rc else '-'} |"
+                f"{_secs([c['first_publish_s'] for c in rc])} | {_secs([c['drain_s'] for c in rc])} | "
+                f"{_lost(rc)} |"
             )
     L.append("")
+
+    short = _shortfalls(results)
+    if short:
+        L.append(
+            "Consumers that fell short of the acknowledged count (never a pass/fail here, but worth a look):"
+        )
+        L.append("")
+        L.extend(short)
+        L.append("")
 
     # -- rocketq vs the machine ---------------------------------------------------------------------------
     L.append("### rocketq as a fraction of the limit that bounds it (medians)")
@@ -388,6 +442,38 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
     if all_d:
         L.append(f"| all | | {len(all_d)} | {statistics.median(all_d):.0%} | {max(all_d):.0%} |")
     L.append("")
+    profiles = results.get("profiles") or {}
+    if profiles:
+        L.append("### Where the rocketq broker's time goes (py-spy, 200 Hz, busy samples only)")
+        L.append("")
+        L.append(
+            "A separate pass after the repetitions: 1 KiB, W=64 closed loop, py-spy record --threads on the broker "
+            "pid; idle waits (Condition/Event.wait, sleeps) dropped. `Runner.run` self time is native code (uvloop, "
+            "syscalls) and, on a loaded machine, time spent runnable but waiting for the CPU; fdatasync shows as "
+            "`MappedFile.flush` in the GroupCommitService thread."
+        )
+        L.append("")
+        for tier, pr in profiles.items():
+            if "error" in pr or not pr.get("busy_samples"):
+                L.append(f"- tier {tier}: no profile ({pr.get('error', 'no busy samples')})")
+                L.append("")
+                continue
+            L.append(
+                f"Tier {tier}: {num(pr.get('rate'))} msg/s while sampled, broker CPU {num(pr.get('cpu_us'), 1)} µs "
+                f"per message, {pr['busy_samples']} busy samples; threads: "
+                + ", ".join(f"{t} {v} %" for t, v in pr["threads"])
+            )
+            L.append("")
+            L.append("```")
+            L.extend(f"{v:5.1f} % self  {f}" for f, v in pr["self"])
+            L.extend(f"{v:5.1f} % incl  {f}" for f, v in pr["incl"])
+            L.append("```")
+            L.append("")
+    notes = os.path.join(os.path.dirname(os.path.abspath(__file__)), "NOTES.md")
+    if os.path.exists(notes):
+        with open(notes) as f:
+            L.append(f.read().strip())
+            L.append("")
     if img_dir:
         names = plot(ag, plan, img_dir)
         for n in names:

@@ -60,6 +60,9 @@ class NatsClient(Client):
 
         await self.js.add_stream(name=topic, subjects=[topic], storage=StorageType.FILE)
 
+    async def stored_count(self, topic: str) -> int | None:
+        return int((await self.js.stream_info(topic)).state.messages)
+
     async def publish(self, topic: str, body: bytes) -> None:
         await self.js.publish(topic, body, stream=topic)
 

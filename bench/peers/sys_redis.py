@@ -56,6 +56,9 @@ class RedisClient(Client):
         await self.r.ping()
         self._task: asyncio.Task[None] | None = None
 
+    async def stored_count(self, topic: str) -> int | None:
+        return int(await self.r.xlen(topic))
+
     async def publish(self, topic: str, body: bytes) -> None:
         await self.r.xadd(topic, {"d": body})
 

@@ -91,6 +91,12 @@ class RocketqClient(Client):
                 await admin.create_topic(addr, cfg)
             await admin.wait_route(cfg, masters, 10.0)
 
+    async def stored_count(self, topic: str) -> int | None:
+        from rocketq.admin.client import AdminClient
+
+        async with AdminClient(self.args["namesrv"]) as admin:
+            return sum(r.max_offset - r.min_offset for r in await admin.topic_stats(topic))
+
     async def publish(self, topic: str, body: bytes) -> None:
         r = await self.producer.send(self._msg(topic, body))
         if r.status.name != "SEND_OK":
