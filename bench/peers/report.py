@@ -524,7 +524,9 @@ def plot(ag: Agg, plan: dict[str, Any], img_dir: str) -> list[str]:
     fig.savefig(os.path.join(img_dir, "peers-throughput.png"), dpi=90)
     plt.close(fig)
     out.append("peers-throughput.png")
-    # latency: rows = tiers, cols = windows; per system ack and e2e p50 / p99 at each size
+    # latency: rows = tiers, cols = windows; colour = system, filled/solid = publish-ack, hollow/dashed = e2e
+    from matplotlib.lines import Line2D
+
     fig, axes = plt.subplots(
         len(tiers), len(windows), figsize=(5.5 * len(windows), 3.6 * len(tiers)), squeeze=False
     )
@@ -533,25 +535,32 @@ def plot(ag: Agg, plan: dict[str, Any], img_dir: str) -> list[str]:
         for j, w in enumerate(windows):
             ax = axes[i][j]
             for k in keys:
-                for field, style in (("lat_ack", "-"), ("lat_e2e", "--")):
+                for field, style, face in (("lat_ack", "-", colors[k[0]]), ("lat_e2e", "--", "none")):
                     for p, marker in (("p50", "o"), ("p99", "^")):
                         ys = [ag.median(k, (s, w, 0), field, p) for s in sizes]
                         ax.plot(
-                            [str(s) for s in sizes],
+                            [f"{s} B" for s in sizes],
                             [y / 1000 if y else None for y in ys],
                             style,
                             marker=marker,
                             color=colors[k[0]],
-                            label=f"{LABEL[k[0]]} {field[4:]} {p}" if i == 0 and j == 0 else None,
+                            markerfacecolor=face,
+                            alpha=0.9,
                         )
             ax.set_yscale("log")
             ax.set_ylabel("ms")
-            ax.set_title(f"tier {tier}, ≤{w} in flight: latency at 50 % load")
+            ax.set_title(f"tier {tier}, ≤{w} in flight: latency at {plan['lat_fraction']:.0%} of max")
             ax.grid(alpha=0.3)
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    if handles:
-        fig.legend(handles, labels, fontsize=7, loc="lower center", ncol=4)
-        fig.tight_layout(rect=(0, 0.12 if len(tiers) > 1 else 0.22, 1, 1))
+    present = [s for s in SYSTEMS if any((s, t) in ag.runs for t in tiers)]
+    handles = [Line2D([], [], color=colors[s], lw=6, label=LABEL[s]) for s in present]
+    handles += [
+        Line2D([], [], color="k", ls="-", marker="o", label="publish-ack p50"),
+        Line2D([], [], color="k", ls="-", marker="^", label="publish-ack p99"),
+        Line2D([], [], color="k", ls="--", marker="o", markerfacecolor="none", label="end-to-end p50"),
+        Line2D([], [], color="k", ls="--", marker="^", markerfacecolor="none", label="end-to-end p99"),
+    ]
+    fig.legend(handles=handles, fontsize=8, loc="lower center", ncol=4)
+    fig.tight_layout(rect=(0, 0.1 if len(tiers) > 1 else 0.2, 1, 1))
     fig.savefig(os.path.join(img_dir, "peers-latency.png"), dpi=90)
     plt.close(fig)
     out.append("peers-latency.png")
