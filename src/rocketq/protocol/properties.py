@@ -6,6 +6,8 @@ one; the decoder accepts both and skips malformed segments the way Java's string
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 NAME_VALUE_SEPARATOR = "\x01"
 PROPERTY_SEPARATOR = "\x02"
 MAX_PROPERTIES_LENGTH = 32767  # stored behind an int16 length
@@ -88,11 +90,11 @@ def reply_topic(cluster: str) -> str:
     return f"{cluster}_{REPLY_TOPIC_POSTFIX}"
 
 
-def properties_to_string(props: dict[str, str] | None) -> str:
+def properties_to_string(props: Mapping[str, str] | None) -> str:
     """Java layout: separators between pairs, no trailing \\x02."""
     if not props:
         return ""
-    return PROPERTY_SEPARATOR.join([k + NAME_VALUE_SEPARATOR + v for k, v in props.items()])
+    return PROPERTY_SEPARATOR.join([f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in props.items()])
 
 
 def encode_properties(props: dict[str, str] | None) -> bytes:

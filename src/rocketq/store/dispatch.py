@@ -37,7 +37,8 @@ from rocketq.protocol.record import (
 log = logging.getLogger(__name__)
 
 # Fields needed by dispatch, read in one go (IPv4 born host; the V6 variants go through the slow path).
-_HEAD = struct.Struct(">iiiiiqqiq")  # size magic crc qid flag qoff phys sysflag born_ts
+_HEAD = struct.Struct(">iiiiiqqiq")
+_BLANK_HEAD = struct.Struct(">ii")  # size magic crc qid flag qoff phys sysflag born_ts
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
@@ -201,8 +202,21 @@ def goes_to_consume_queue(sys_flag: int, topic: str) -> bool:
     return t == sf.TRANSACTION_NOT_TYPE or t == sf.TRANSACTION_COMMIT_TYPE or topic == TRANS_HALF_TOPIC
 
 
+def _prop_value(mm, name: bytes, start: int, end: int) -> str | None:
+    """Value of property `name` (given as b"NAME\x01") in the property string mm[start:end], found in place
+    (no parsing of the whole string, no copies beyond the value itself)."""
+    i = mm.find(name, start, end)
+    while i > start and mm[i - 1] != 2:  # must start a key\x01value segment
+        i = mm.find(name, i + 1, end)
+    if i < 0:
+        return None
+    v = i + len(name)
+    j = mm.find(b"\x02", v, end)
+    return mm[v : (end if j < 0 else j)].decode("utf-8", "replace")
+
+
 def _index_fields(
-    view: memoryview, pos: int, rec_end: int
+    mm, view: memoryview, pos: int, rec_end: int
 ) -> tuple[str, str | None, str | None, int, int] | None:
     """(topic, KEYS, UNIQ_KEY, store timestamp, sysflag) of a complete record; None if garbled."""
     try:
@@ -223,16 +237,11 @@ def _index_fields(
         p += 2
         if plen < 0 or p + plen > rec_end:
             return None
-        props = decode_properties(view[p : p + plen])
     except (struct.error, UnicodeDecodeError, IndexError):
         return None
-    return (
-        topic,
-        props.get(PROPERTY_KEYS),
-        props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
-        store_ts,
-        sys_flag,
-    )
+    keys = _prop_value(mm, b"KEYS\x01", p, p + plen)
+    uniq = _prop_value(mm, b"UNIQ_KEY\x01", p, p + plen)
+    return topic, keys, uniq, store_ts, sys_flag
 
 
 class IndexHook(Protocol):
@@ -297,55 +306,50 @@ class IndexDispatchService:
                 self.idle = False
 
     def do_dispatch(self, max_records: int = 1 << 62) -> bool:
-        """Index records from next_offset up to the CommitLog end; True if anything was consumed."""
-        cl = self.commit_log
-        mfq = cl.mfq
+        """Index records from next_offset up to the CommitLog end; True if anything was consumed.
+        The inner loop walks one segment's records with local variables only (it is per-record work)."""
+        mfq = self.commit_log.mfq
+        build = self.index.build_index
+        unpack = _BLANK_HEAD.unpack_from
         progressed = False
         n = 0
         while n < max_records:
-            end = cl.max_offset
             off = self.next_offset
-            if off >= end:
-                break
-            if off < mfq.get_min_offset():
-                off = self.next_offset = mfq.get_min_offset()
+            first = mfq.get_min_offset()
+            if off < first:
+                off = self.next_offset = first
             mf = mfq.find_mapped_file_by_offset(off)
             if mf is None:
                 break
-            pos = off - mf.file_from_offset
+            base = mf.file_from_offset
+            pos = off - base
             wrote = mf.wrote_position
-            if pos >= wrote:
-                if wrote >= mf.file_size:
-                    self.next_offset = mf.file_end_offset
-                    progressed = True
-                    continue
-                break
             view = mf.view
-            size, magic = struct.unpack_from(">ii", view, pos)
-            if magic == BLANK_MAGIC_CODE:
-                self.next_offset = mf.file_end_offset
-                progressed = True
-                continue
-            if size <= 0 or pos + size > wrote:
-                break
-            # Cheap pre-check: most records carry neither KEYS nor UNIQ_KEY; skip without decoding.
-            rec_end = mf.file_from_offset + pos + size
-            has_keys = (
-                mf.mm.find(b"KEYS\x01", pos, pos + size) >= 0
-                or mf.mm.find(b"UNIQ_KEY\x01", pos, pos + size) >= 0
-            )
-            if has_keys:
-                parsed = _index_fields(view, pos, pos + size)
-                if parsed is None:
-                    log.error("index dispatch: unreadable record at %d, skipping to the end", off)
-                    self.next_offset = end
+            mm = mf.mm
+            while pos < wrote and n < max_records:
+                size, magic = unpack(view, pos)
+                if magic == BLANK_MAGIC_CODE:
+                    pos = wrote = mf.file_size
                     break
-                topic, keys, uniq, store_ts, sys_flag = parsed
-                if (sys_flag & sf.TRANSACTION_TYPE_MASK) != sf.TRANSACTION_ROLLBACK_TYPE:
-                    self.index.build_index(topic, keys, uniq, off, store_ts)
-            self.next_offset = rec_end
-            progressed = True
-            n += 1
+                rec_end = pos + size
+                if size <= 0 or rec_end > wrote:
+                    log.error("index dispatch: unreadable record at %d, skipping to the end", base + pos)
+                    pos = wrote
+                    break
+                # most records carry neither KEYS nor UNIQ_KEY: skip them without decoding
+                if mm.find(b"KEYS\x01", pos, rec_end) >= 0 or mm.find(b"UNIQ_KEY\x01", pos, rec_end) >= 0:
+                    parsed = _index_fields(mm, view, pos, rec_end)
+                    if parsed is not None:
+                        topic, keys, uniq, store_ts, sys_flag = parsed
+                        if (sys_flag & sf.TRANSACTION_TYPE_MASK) != sf.TRANSACTION_ROLLBACK_TYPE:
+                            build(topic, keys, uniq, base + pos, store_ts)
+                pos = rec_end
+                n += 1
+            if base + pos != off:
+                progressed = True
+            self.next_offset = base + pos
+            if pos < mf.file_size or mf.wrote_position < mf.file_size:
+                break  # caught up with the appender (or the last segment)
         return progressed
 
     def shutdown(self, drain: bool = True) -> None:
