@@ -455,6 +455,32 @@ class Runner:
         }
 
 
+def source_revision() -> str:
+    """Which rocketq is measured: the git commit of the tree the harness runs from (+dirty), or
+    $ROCKETQ_BENCH_REV when run from an exported snapshot."""
+    if os.environ.get("ROCKETQ_BENCH_REV"):
+        return os.environ["ROCKETQ_BENCH_REV"]
+    try:
+        rev = (
+            subprocess.run(
+                ["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
+                capture_output=True,
+                timeout=10,
+                check=True,
+            )
+            .stdout.decode()
+            .strip()
+        )
+        dirty = subprocess.run(
+            ["git", "-C", REPO, "status", "--porcelain", "--", "src", "bench/peers"],
+            capture_output=True,
+            timeout=10,
+        ).stdout.strip()
+        return rev + (" + uncommitted changes" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
 def machine_facts() -> dict[str, Any]:
     facts: dict[str, Any] = {
         "nproc": os.cpu_count(),
@@ -486,6 +512,7 @@ def machine_facts() -> dict[str, Any]:
             with contextlib.suppress(Exception):
                 versions[pkg] = version(pkg)
     facts["versions"] = versions
+    facts["rocketq_source"] = f"{os.path.join(REPO, 'src')} @ {source_revision()}"
     return facts
 
 
@@ -554,6 +581,8 @@ def main(argv: list[str] | None = None) -> int:
             plan.sizes = [int(x) for x in a.sizes.split(",")]
         if a.seconds:
             plan.seconds = plan.lat_seconds = a.seconds
+        # every process (servers too) imports rocketq from the tree this harness belongs to
+        os.environ["PYTHONPATH"] = worker_env()["PYTHONPATH"]
         problems = {} if a.no_install else ensure_all()
         for pkg, why in problems.items():
             print(f"install: {pkg}: {why}", file=sys.stderr)
