@@ -1,62 +1,74 @@
-"""Client-side message codecs: property strings, pull-body records, batch bodies, compression, ids.
+"""Client-side message codecs: send-side encoding, pull-body records as client MessageExt, ids.
 
-Kept inside the client so it depends only on the record layout (specs/remoting-v4.md §5), not on the
-storage engine's internals.
+The wire facts (property strings, record layout, sysflag bits, compression, offsetMsgId) live in
+rocketq.protocol; this module adapts them to the client's data model and keeps the names the client exports.
 """
 
 from __future__ import annotations
 
-import itertools
-import os
 import socket
 import struct
-import threading
-import time
 import zlib
-from collections.abc import Mapping, Sequence
-from datetime import datetime
+from collections.abc import Sequence
+
+from rocketq.protocol import sysflag as _sf
+from rocketq.protocol.message_id import UniqIdGenerator as _UniqIdGenerator
+from rocketq.protocol.message_id import decode_offset_msg_id as _decode_offset_msg_id
+from rocketq.protocol.properties import (
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
+    properties_to_string,
+    string_to_properties,
+)
+from rocketq.protocol.record import MAGIC_CODE_V1 as MAGIC_V1
+from rocketq.protocol.record import MAGIC_CODE_V2 as MAGIC_V2
+from rocketq.protocol.record import decode_record, decompress_body, ip4_bytes
 
 from .message import PROPERTY_UNIQ_KEY, Message, MessageExt
 
-NAME_VALUE_SEPARATOR = "\x01"
-PROPERTY_SEPARATOR = "\x02"
+__all__ = [
+    "MAGIC_V1",
+    "MAGIC_V2",
+    "NAME_VALUE_SEPARATOR",
+    "PROPERTY_SEPARATOR",
+    "SYSFLAG_BORNHOST_V6",
+    "SYSFLAG_COMPRESSED",
+    "SYSFLAG_COMPRESSION_MASK",
+    "SYSFLAG_LZ4",
+    "SYSFLAG_MULTI_TAGS",
+    "SYSFLAG_STOREHOST_V6",
+    "SYSFLAG_TRANSACTION_PREPARED",
+    "SYSFLAG_ZLIB",
+    "SYSFLAG_ZSTD",
+    "UNIQ_IDS",
+    "UniqIdGenerator",
+    "batch_item_size",
+    "compress_body",
+    "decode_offset_msg_id",
+    "decode_records",
+    "decompress_body",
+    "encode_batch",
+    "encode_batch_item",
+    "local_ip_str",
+    "offset_msg_id",
+    "properties_to_string",
+    "string_to_properties",
+]
 
-SYSFLAG_COMPRESSED = 0x1
-SYSFLAG_MULTI_TAGS = 0x2
-SYSFLAG_TRANSACTION_PREPARED = 0x4
-SYSFLAG_BORNHOST_V6 = 0x10
-SYSFLAG_STOREHOST_V6 = 0x20
-SYSFLAG_COMPRESSION_MASK = 0x700
-SYSFLAG_ZLIB = 3 << 8
-SYSFLAG_LZ4 = 1 << 8
-SYSFLAG_ZSTD = 2 << 8
+SYSFLAG_COMPRESSED = _sf.COMPRESSED_FLAG
+SYSFLAG_MULTI_TAGS = _sf.MULTI_TAGS_FLAG
+SYSFLAG_TRANSACTION_PREPARED = _sf.TRANSACTION_PREPARED_TYPE
+SYSFLAG_BORNHOST_V6 = _sf.BORNHOST_V6_FLAG
+SYSFLAG_STOREHOST_V6 = _sf.STOREHOST_ADDRESS_V6_FLAG
+SYSFLAG_COMPRESSION_MASK = _sf.COMPRESSION_TYPE_MASK
+SYSFLAG_ZLIB = _sf.COMPRESSION_ZLIB
+SYSFLAG_LZ4 = _sf.COMPRESSION_LZ4
+SYSFLAG_ZSTD = _sf.COMPRESSION_ZSTD
 
-MAGIC_V1 = -626843481
-MAGIC_V2 = -626843477
-
-_HEAD = struct.Struct(">iiiiiqqiq")  # size, magic, crc, qid, flag, qoffset, phyoffset, sysflag, born
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 _I64 = struct.Struct(">q")
-_HOST4 = struct.Struct(">4si")
 _BATCH_HEAD = struct.Struct(">iiiii")
-
-
-def properties_to_string(props: Mapping[str, str]) -> str:
-    return PROPERTY_SEPARATOR.join(f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in props.items())
-
-
-def string_to_properties(text: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    if not text:
-        return out
-    for seg in text.split(PROPERTY_SEPARATOR):
-        if len(seg) < 3:
-            continue
-        k, sep, v = seg.partition(NAME_VALUE_SEPARATOR)
-        if sep and k:
-            out[k] = v
-    return out
 
 
 # -- ids ---------------------------------------------------------------------------------------------------
@@ -66,19 +78,9 @@ def offset_msg_id(store_ip: bytes, store_port: int, commit_log_offset: int) -> s
 
 
 def decode_offset_msg_id(msg_id: str) -> tuple[str, int]:
-    """offsetMsgId → ("ip:port", commitLogOffset)."""
-    raw = bytes.fromhex(msg_id)
-    if len(raw) == 16:
-        ip = socket.inet_ntoa(raw[:4])
-        (port,) = _I32.unpack_from(raw, 4)
-        (off,) = _I64.unpack_from(raw, 8)
-    elif len(raw) == 28:
-        ip = "[" + socket.inet_ntop(socket.AF_INET6, raw[:16]) + "]"
-        (port,) = _I32.unpack_from(raw, 16)
-        (off,) = _I64.unpack_from(raw, 20)
-    else:
-        raise ValueError(f"not an offsetMsgId: {msg_id!r}")
-    return f"{ip}:{port}", off
+    """offsetMsgId → ("ip:port", commitLogOffset); IPv6 hosts in brackets."""
+    decoded = _decode_offset_msg_id(msg_id)
+    return decoded.addr, decoded.offset
 
 
 def _local_ip() -> bytes:
@@ -94,36 +96,13 @@ def local_ip_str() -> str:
     return socket.inet_ntoa(_local_ip())
 
 
-class UniqIdGenerator:
-    """MessageClientIDSetter: ip(4) + pid(int16) + instance hash(int32) + ms since month start(int32) +
-    counter(int16), 32 uppercase hex chars. Thread-safe."""
+class UniqIdGenerator(_UniqIdGenerator):
+    """MessageClientIDSetter ids (32 uppercase hex chars) with this host's IP in the prefix."""
+
+    __slots__ = ()
 
     def __init__(self) -> None:
-        fix = _local_ip() + struct.pack(">hi", os.getpid() & 0x7FFF, id(self) & 0x7FFFFFFF)
-        self._prefix = fix.hex().upper()
-        self._counter = itertools.count()
-        self._lock = threading.Lock()
-        self._set_start(time.time())
-
-    def _set_start(self, now_s: float) -> None:
-        dt = datetime.fromtimestamp(now_s)
-        start = dt.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-        self._start_ms = int(start.timestamp() * 1000)
-        nxt = (
-            start.replace(year=start.year + 1, month=1)
-            if start.month == 12
-            else start.replace(month=start.month + 1)
-        )
-        self._next_start_ms = int(nxt.timestamp() * 1000)
-
-    def next_id(self) -> str:
-        now_ms = int(time.time() * 1000)
-        with self._lock:
-            if now_ms >= self._next_start_ms:
-                self._set_start(now_ms / 1000)
-            n = next(self._counter) & 0xFFFF
-            diff = (now_ms - self._start_ms) & 0xFFFFFFFF
-        return self._prefix + f"{diff:08X}{n:04X}"
+        super().__init__(_local_ip())
 
 
 UNIQ_IDS = UniqIdGenerator()
@@ -134,21 +113,6 @@ def compress_body(body: bytes, level: int = 5) -> bytes:
     return zlib.compress(body, level)
 
 
-def decompress_body(body: bytes, sys_flag: int) -> bytes:
-    ctype = sys_flag & SYSFLAG_COMPRESSION_MASK
-    if ctype in (0, SYSFLAG_ZLIB):
-        return zlib.decompress(body)
-    if ctype == SYSFLAG_LZ4:
-        import lz4.frame  # optional
-
-        return lz4.frame.decompress(body)
-    if ctype == SYSFLAG_ZSTD:
-        import zstandard  # optional
-
-        return zstandard.ZstdDecompressor().decompress(body)
-    raise ValueError(f"unknown compression type in sysFlag {sys_flag:#x}")
-
-
 # -- records -----------------------------------------------------------------------------------------------
 def decode_records(data: bytes | bytearray | memoryview, broker_name: str = "") -> list[MessageExt]:
     """Decode the concatenated message records of a pull / query body. Stops at the first record that does
@@ -157,85 +121,49 @@ def decode_records(data: bytes | bytearray | memoryview, broker_name: str = "") 
     n = len(view)
     pos = 0
     out: list[MessageExt] = []
-    while n - pos >= _HEAD.size:
+    while pos < n:
         try:
-            msg, size = _decode_one(view, pos, n, broker_name)
-        except (struct.error, ValueError, UnicodeDecodeError, zlib.error):
-            break
-        if msg is None:
+            msg = _decode_one(view, pos, broker_name)
+        except (ValueError, zlib.error):  # ProtocolError and UnicodeDecodeError are ValueErrors
             break
         out.append(msg)
-        pos += size
+        pos += msg.store_size
     return out
 
 
-def _decode_one(view: memoryview, pos: int, n: int, broker_name: str) -> tuple[MessageExt | None, int]:
-    size, magic, crc, qid, flag, qoff, phy, sysflag, born = _HEAD.unpack_from(view, pos)
-    if size <= 0 or pos + size > n or magic not in (MAGIC_V1, MAGIC_V2):
-        return None, 0
-    end = pos + size
-    p = pos + _HEAD.size
-    if sysflag & SYSFLAG_BORNHOST_V6:
-        born_ip = socket.inet_ntop(socket.AF_INET6, bytes(view[p : p + 16]))
-        (born_port,) = _I32.unpack_from(view, p + 16)
-        p += 20
-    else:
-        bip, born_port = _HOST4.unpack_from(view, p)
-        born_ip = socket.inet_ntoa(bip)
-        p += 8
-    (store_ts,) = _I64.unpack_from(view, p)
-    p += 8
-    if sysflag & SYSFLAG_STOREHOST_V6:
-        store_ip_raw = bytes(view[p : p + 16])
-        store_ip = "[" + socket.inet_ntop(socket.AF_INET6, store_ip_raw) + "]"
-        (store_port,) = _I32.unpack_from(view, p + 16)
-        p += 20
-    else:
-        store_ip_raw, store_port = _HOST4.unpack_from(view, p)
-        store_ip = socket.inet_ntoa(store_ip_raw)
-        p += 8
-    (reconsume,) = _I32.unpack_from(view, p)
-    (prep,) = _I64.unpack_from(view, p + 4)
-    p += 12
-    (blen,) = _I32.unpack_from(view, p)
-    p += 4
-    if blen < 0 or p + blen > end:
-        return None, 0
-    body = bytes(view[p : p + blen])
-    p += blen
-    if magic == MAGIC_V2:
-        (tlen,) = _I16.unpack_from(view, p)
-        p += 2
-    else:
-        tlen = view[p]
-        p += 1
-    topic = bytes(view[p : p + tlen]).decode()
-    p += tlen
-    (plen,) = _I16.unpack_from(view, p)
-    p += 2
-    if plen < 0 or p + plen > end:
-        return None, 0
-    props = string_to_properties(bytes(view[p : p + plen]).decode()) if plen else {}
+def _decode_one(view: memoryview, pos: int, broker_name: str) -> MessageExt:
+    r = decode_record(view, pos)
+    sysflag = r.sys_flag
+    body = bytes(r.body)
     if sysflag & SYSFLAG_COMPRESSED:
         body = decompress_body(body, sysflag)
-    m = MessageExt(topic, body, props)
-    m.store_size = size
-    m.body_crc = crc
-    m.queue_id = qid
-    m.flag = flag
-    m.queue_offset = qoff
-    m.commit_log_offset = phy
+    raw = r._props_raw  # the property costs a call per message
+    props = string_to_properties(str(raw, "utf-8")) if len(raw) else {}
+    m = MessageExt(r.topic, body, props)
+    m.store_size = r.store_size
+    m.body_crc = r.body_crc
+    m.queue_id = r.queue_id
+    m.flag = r.flag
+    m.queue_offset = r.queue_offset
+    m.commit_log_offset = phy = r.commit_log_offset
     m.sys_flag = sysflag
-    m.born_timestamp = born
+    m.born_timestamp = r.born_timestamp
+    born_ip, born_port = r.born_host
     m.born_host = f"{born_ip}:{born_port}"
-    m.store_timestamp = store_ts
-    m.store_host = f"{store_ip}:{store_port}"
-    m.reconsume_times = reconsume
-    m.prepared_transaction_offset = prep
+    m.store_timestamp = r.store_timestamp
+    store_ip, store_port = r.store_host
+    if sysflag & SYSFLAG_STOREHOST_V6:
+        m.store_host = f"[{store_ip}]:{store_port}"
+        store_ip_raw = socket.inet_pton(socket.AF_INET6, store_ip)
+    else:
+        m.store_host = f"{store_ip}:{store_port}"
+        store_ip_raw = ip4_bytes(store_ip)
+    m.reconsume_times = r.reconsume_times
+    m.prepared_transaction_offset = r.prepared_transaction_offset
     m.broker_name = broker_name
     m.offset_msg_id = offset_msg_id(store_ip_raw, store_port, phy)
     m.msg_id = props.get(PROPERTY_UNIQ_KEY) or m.offset_msg_id
-    return m, size
+    return m
 
 
 # -- batch -------------------------------------------------------------------------------------------------
