@@ -336,6 +336,7 @@ class Runner:
             pub_rate=n / r["elapsed_s"] if r["elapsed_s"] > 0 else 0.0,
             ack_closed=r["ack"],
             cpu_pub_us=(cpu1 - cpu0) / n * 1e6 if n else None,
+            client_pub_us=r.get("client_cpu_us"),
             write_bytes_per_msg=(wb1 - wb0) / n if n else None,
         )
         cell["pub_mb_s"] = cell["pub_rate"] * size / 1e6
@@ -350,6 +351,7 @@ class Runner:
                 cons_n=d["n"],
                 cons_rate=d["rate"],
                 cons_first_s=d["first_s"],
+                client_cons_us=d.get("client_cpu_us"),
                 cpu_cons_us=(cpu2 - cpu1) / max(1, d["n"]) * 1e6,
             )
         # 3. open-loop latency at a fraction of the max rate, consumer live

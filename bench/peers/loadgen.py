@@ -72,10 +72,12 @@ class Worker:
         if c.get("warmup_s"):
             await self._closed(send, window, float(c["warmup_s"]), warm=True)
         hist = new_hist()
+        cpu0 = time.process_time()
         if rate:
             r = await self._open(send, window, float(c["seconds"]), float(rate) / per, hist)
         else:
             r = await self._closed(send, window, float(c["seconds"]), hist=hist)
+        r["client_cpu_us"] = (time.process_time() - cpu0) / (r["n"] * per) * 1e6 if r["n"] else None
         r["n"] *= per
         r["ack"] = percentiles(hist)
         return r
@@ -171,6 +173,7 @@ class Worker:
         self.expect = None
         self.done = asyncio.Event()
         t0 = time.monotonic()
+        self.cpu0 = time.process_time()
         self.t_ready = now_ns()  # messages may arrive before subscribe() returns (rebalance wait)
         await self.client.subscribe(c["topic"], c["group"], self.on_bodies)
         return {"ready_s": time.monotonic() - t0}
@@ -201,6 +204,7 @@ class Worker:
             "first_s": (self.t_first - self.t_ready) / 1e9 if self.count else None,
             "e2e": percentiles(self.e2e),
             "stored": stored,
+            "client_cpu_us": (time.process_time() - self.cpu0) / self.count * 1e6 if self.count else None,
             "t_first": self.t_first,
             "t_last": self.t_last,
         }

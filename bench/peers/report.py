@@ -335,7 +335,7 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
     mid = 1024 if 1024 in plan["sizes"] else plan["sizes"][0]
     wmax = max(plan["windows"])
     L.append(
-        f"CPU-seconds per million messages (server tree, publish + consume phases) and bytes written to storage "
+        f"CPU-seconds per million messages (server tree, publish + consume phases; the load generator's producer and consumer processes beside it: each system's own Python client) and bytes written to storage "
         f"per message, {mid} B, W={wmax}; peak RSS; backlog: fill at W=64 with 1 KiB for {plan['backlog_seconds']} s, "
         "drop the page cache (echo 1 > /proc/sys/vm/drop_caches), then a fresh consumer drains while a producer "
         "keeps publishing at 10 % of the fill rate; recovery (tier A): fill for "
@@ -344,13 +344,19 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
     )
     L.append("")
     L.append(
-        "| system | tier | CPU-s / M msgs (pub + cons) | bytes written / msg | peak RSS MiB | backlog msgs | "
+        "| system | tier | CPU-s / M msgs (pub + cons) | client CPU-s / M (producer + consumer) | bytes written / msg | peak RSS MiB | backlog msgs | "
         "catch-up msg/s | catch-up s | restart → first publish ack | restart → all acked consumed | acked lost |"
     )
-    L.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for tier in plan["tiers"]:
         for k in ag.keys(tier):
             ck = (mid, wmax, 0)
+            ccpu = [
+                a + b
+                for a, b in zip(
+                    ag.values(k, ck, "client_pub_us"), ag.values(k, ck, "client_cons_us"), strict=False
+                )
+            ]
             cpu = [
                 a + b
                 for a, b in zip(ag.values(k, ck, "cpu_pub_us"), ag.values(k, ck, "cpu_cons_us"), strict=False)
@@ -360,7 +366,7 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
             rc = [r["recovery"] for r in runs if "recovery" in r]
             rss = [r.get("rss_bytes", 0) / 1048576 for r in runs if r.get("rss_bytes")]
             L.append(
-                f"| {LABEL[k[0]]} | {tier} | {mmm(cpu, 1)} | {mmm(ag.values(k, ck, 'write_bytes_per_msg'))} | "
+                f"| {LABEL[k[0]]} | {tier} | {mmm(cpu, 1)} | {mmm(ccpu, 1)} | {mmm(ag.values(k, ck, 'write_bytes_per_msg'))} | "
                 f"{mmm(rss)} | {mmm([b['n'] for b in bl])} | {mmm([b['drain_rate'] for b in bl])} | {mmm([b.get('catchup_s') for b in bl], 2)} | "
                 f"{_secs([c['first_publish_s'] for c in rc])} | {_secs([c['drain_s'] for c in rc])} | "
                 f"{_lost(rc)} |"
