@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from rocketq.protocol import headers as H
+from rocketq.protocol.bodies import SubscriptionGroupConfig
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.remoting import RemotingClient, RemotingError
@@ -73,32 +74,6 @@ class TopicConfig:
     topic_filter_type: str = "SINGLE_TAG"
     topic_sys_flag: int = 0
     order: bool = False
-
-
-@dataclass(slots=True)
-class SubscriptionGroupConfig:
-    group_name: str
-    consume_enable: bool = True
-    consume_from_min_enable: bool = True
-    consume_broadcast_enable: bool = True
-    retry_queue_nums: int = 1
-    retry_max_times: int = 16
-    broker_id: int = 0
-    which_broker_when_consume_slowly: int = 1
-    notify_consumer_ids_changed_enable: bool = True
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "brokerId": self.broker_id,
-            "consumeBroadcastEnable": self.consume_broadcast_enable,
-            "consumeEnable": self.consume_enable,
-            "consumeFromMinEnable": self.consume_from_min_enable,
-            "groupName": self.group_name,
-            "notifyConsumerIdsChangedEnable": self.notify_consumer_ids_changed_enable,
-            "retryMaxTimes": self.retry_max_times,
-            "retryQueueNums": self.retry_queue_nums,
-            "whichBrokerWhenConsumeSlowly": self.which_broker_when_consume_slowly,
-        }
 
 
 @dataclass(slots=True)
@@ -693,7 +668,7 @@ class AdminClient:
 
     async def create_subscription_group(self, broker_addr: str, cfg: SubscriptionGroupConfig) -> None:
         resp = await self.invoke_broker(
-            broker_addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, orjson.dumps(cfg.to_json())
+            broker_addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, orjson.dumps(cfg.to_obj())
         )
         self.check(resp, f"updateSubGroup {cfg.group_name} on {broker_addr}")
 

@@ -204,9 +204,10 @@ async def update_sub_group(admin: AdminClient, a: argparse.Namespace, out: TextI
     for addr in targets:
         await admin.create_subscription_group(addr, cfg)
         out.write(f"create subscription group to {addr} success.\n")
+    fields = sorted(cfg.to_obj().items())
     out.write(
         "SubscriptionGroupConfig ["
-        + ", ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in cfg.to_json().items())
+        + ", ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in fields)
         + "]\n"
     )
     return 0

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 from typing import Any
 
+from rocketq.protocol.bodies import SubscriptionGroupConfig
 from rocketq.protocol.properties import (
     CLIENT_INNER_PRODUCER_GROUP,
     DEFAULT_CONSUMER_GROUP,
@@ -19,50 +19,17 @@ from rocketq.protocol.route import DataVersion
 from .config import BrokerConfig
 from .persist import ConfigFile
 
-_FIELDS = {
-    "groupName": ("group_name", str),
-    "consumeEnable": ("consume_enable", bool),
-    "consumeFromMinEnable": ("consume_from_min_enable", bool),
-    "consumeBroadcastEnable": ("consume_broadcast_enable", bool),
-    "retryQueueNums": ("retry_queue_nums", int),
-    "retryMaxTimes": ("retry_max_times", int),
-    "brokerId": ("broker_id", int),
-    "whichBrokerWhenConsumeSlowly": ("which_broker_when_consume_slowly", int),
-    "notifyConsumerIdsChangedEnable": ("notify_consumer_ids_changed_enable", bool),
-}
+
+def parse_group_config(obj: dict[str, Any]) -> SubscriptionGroupConfig:
+    """A config from its JSON object; ValueError (ProtocolError included) if malformed or unnamed."""
+    sgc = SubscriptionGroupConfig.from_obj(obj)
+    if not sgc.group_name:
+        raise ValueError("subscription group config without groupName")
+    return sgc
 
 
-def _as_bool(v: Any) -> bool:
-    if isinstance(v, str):
-        return v.strip().lower() == "true"
-    return bool(v)
-
-
-@dataclass(slots=True)
-class SubscriptionGroupConfig:
-    group_name: str
-    consume_enable: bool = True
-    consume_from_min_enable: bool = True
-    consume_broadcast_enable: bool = True
-    retry_queue_nums: int = 1
-    retry_max_times: int = 16
-    broker_id: int = 0
-    which_broker_when_consume_slowly: int = 1
-    notify_consumer_ids_changed_enable: bool = True
-
-    def to_obj(self) -> dict[str, Any]:
-        return {k: getattr(self, attr) for k, (attr, _) in sorted(_FIELDS.items())}
-
-    @classmethod
-    def from_obj(cls, obj: dict[str, Any]) -> SubscriptionGroupConfig:
-        kwargs: dict[str, Any] = {}
-        for key, (attr, typ) in _FIELDS.items():
-            if key in obj and obj[key] is not None:
-                v = obj[key]
-                kwargs[attr] = _as_bool(v) if typ is bool else typ(v)
-        if not kwargs.get("group_name"):
-            raise ValueError("subscription group config without groupName")
-        return cls(**kwargs)
+def _sorted_obj(sgc: SubscriptionGroupConfig) -> dict[str, Any]:
+    return dict(sorted(sgc.to_obj().items()))  # keys in fastjson's (sorted) order, as persisted before
 
 
 class SubscriptionGroupManager:
@@ -78,7 +45,7 @@ class SubscriptionGroupManager:
             for name, raw in (obj.get("subscriptionGroupTable") or {}).items():
                 if isinstance(raw, dict):
                     raw.setdefault("groupName", name)
-                    self.table[name] = SubscriptionGroupConfig.from_obj(raw)
+                    self.table[name] = parse_group_config(raw)
             dv = obj.get("dataVersion")
             if isinstance(dv, dict):
                 self.data_version = DataVersion.from_obj(dv)
@@ -95,7 +62,7 @@ class SubscriptionGroupManager:
     def snapshot(self) -> dict[str, Any]:
         return {
             "dataVersion": self.data_version.to_obj(),
-            "subscriptionGroupTable": {k: v.to_obj() for k, v in self.table.items()},
+            "subscriptionGroupTable": {k: _sorted_obj(v) for k, v in self.table.items()},
         }
 
     def persist(self) -> None:

@@ -30,7 +30,7 @@ from rocketq.remoting import Channel
 
 from ..config import ConfigError
 from ..javaprops import PropertiesError, parse_properties
-from ..subscription_manager import SubscriptionGroupConfig
+from ..subscription_manager import parse_group_config
 from ..validation import check_name, check_topic
 from .client import parse_body
 
@@ -127,7 +127,7 @@ class AdminProcessor:
     def update_group(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         try:
             obj = parse_body(request.body_bytes)
-            sgc = SubscriptionGroupConfig.from_obj(obj if isinstance(obj, dict) else {})
+            sgc = parse_group_config(obj if isinstance(obj, dict) else {})
         except (ProtocolError, ValueError, TypeError) as exc:
             return request.response(ResponseCode.SYSTEM_ERROR, f"bad subscription group config: {exc}")
         reason = check_name("group", sgc.group_name)
