@@ -28,6 +28,7 @@ from tests.interop.standalone import mqadmin_ok, start_standalone  # noqa: E402
 BROKER_CONF = {
     "brokerName": "broker-a",
     "flushDiskType": "ASYNC_FLUSH",
+    "mapedFileSizeCommitLog": str(256 * 1024 * 1024),
     # bulk readers want big pulls; RocketMQ's default (32 messages / 256 KiB per pull) is tuned for
     # push consumers. Both runs below are reported.
     "maxTransferCountOnMessageInMemory": "2048",
@@ -57,8 +58,9 @@ def main() -> int:
     from rocketq.spark import register
 
     tmp = Path(tempfile.mkdtemp(prefix="spark_bench_"))
-    conf = {} if a.default_pull else dict(BROKER_CONF)
-    conf.setdefault("brokerName", "broker-a")
+    conf = dict(BROKER_CONF)
+    if a.default_pull:
+        del conf["maxTransferCountOnMessageInMemory"], conf["maxTransferBytesOnMessageInMemory"]
     sa = start_standalone(tmp / "rmq", conf)
     load0 = os.getloadavg()[0]
     spark = (

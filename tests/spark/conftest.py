@@ -47,7 +47,15 @@ def spark():
 @pytest.fixture(scope="session")
 def rmq(tmp_path_factory) -> Iterator[Standalone]:
     home = tmp_path_factory.mktemp("rmq")
-    sa = start_standalone(home, {"brokerName": "broker-a", "flushIntervalCommitLog": "100"})
+    # small segments: the shared machine's disk is not ours to fill
+    conf = {
+        "brokerName": "broker-a",
+        "flushIntervalCommitLog": "100",
+        "mapedFileSizeCommitLog": str(32 * 1024 * 1024),
+        "mapedFileSizeConsumeQueue": str(20 * 20_000),
+        "diskMaxUsedSpaceRatio": "99",  # a busy shared disk must not trigger early retention here
+    }
+    sa = start_standalone(home, conf)
     yield sa
     sa.stop()
 

@@ -76,6 +76,7 @@ def read_range(o: SourceOptions, p: RocketMQInputPartition) -> Iterator[Any]:
     group, sub, batch = o.pull_group, o.sub_expression, o.pull_batch_size
     timeout_s = o.pull_timeout_ms / 1000.0
     pull = io.pull
+    unfiltered = sub.strip() in ("*", "")
 
     def request(at: int):
         return submit(pull(group, q, at, min(batch, end - at), sub, timeout_s))
@@ -85,6 +86,7 @@ def read_range(o: SourceOptions, p: RocketMQInputPartition) -> Iterator[Any]:
         while fut is not None:
             r = fut.result(timeout_s + 5)
             fut = None
+            start = off
             code, nxt = r.code, r.next_begin_offset
             if code != 21 and r.min_offset > off:  # retention removed the head of what we still need
                 _loss(o, q, off, min(r.min_offset, end), f"min offset is now {r.min_offset}")
@@ -108,9 +110,15 @@ def read_range(o: SourceOptions, p: RocketMQInputPartition) -> Iterator[Any]:
                 if off < end:
                     fut = request(off)  # prefetch before decoding
             if code == 0:
-                b.add_body(memoryview(r.body), end)
+                got = b.add_body(memoryview(r.body), end)
+                if unfiltered and got < min(nxt, end) - start:
+                    # without a filter every offset in [start, next) is a message: the broker skipped
+                    # records whose CommitLog segment retention already deleted
+                    _loss(o, q, start, min(nxt, end), f"only {got} messages in the range were readable")
                 if len(b) >= ARROW_BATCH_ROWS:
                     yield b.build()
+            elif code == 20 and unfiltered:
+                _loss(o, q, start, min(nxt, end), "the messages were being removed by retention")
         if len(b):
             yield b.build()
     finally:
