@@ -83,9 +83,9 @@ class CommitLog:
                 if pos < self.file_size:
                     BLANK.pack_into(mf.mm, pos, self.file_size - pos, BLANK_MAGIC_CODE)
                     mf.wrote_position = self.file_size
-                if faultfs.CRASH_AT is not None:
-                    faultfs.crash_point("commitlog.roll")
                 mf = self.mfq.get_last_mapped_file(0)
+                if faultfs.CRASH_AT is not None:  # blank written, new segment taken, still empty
+                    faultfs.crash_point("commitlog.roll")
             if mf is None:
                 raise OSError("no commitlog segment")
             self._tail = mf
