@@ -157,7 +157,10 @@ class ConsumeQueue:
         expected = queue_offset * CQ_STORE_UNIT_SIZE
         mf = self._tail
         if mf is None or mf.wrote_position >= self.file_size:
-            mf = self.mfq.get_last_mapped_file(expected)
+            try:
+                mf = self.mfq.get_last_mapped_file(expected)
+            except OSError:  # disk full creating the next file: the caller logs; recovery re-dispatches
+                return False
             if mf is None:
                 return False
             self._tail = mf
@@ -172,7 +175,10 @@ class ConsumeQueue:
         if expected != current:
             if expected < current:
                 return True  # already there
-            self._fill_blank_to(expected)
+            try:
+                self._fill_blank_to(expected)
+            except OSError:
+                return False
             mf = self._tail
             if mf is None or mf.file_from_offset + mf.wrote_position != expected:
                 return False

@@ -167,7 +167,7 @@ def test_normal_restart_keeps_everything(tmp_path):
 
 def crash_image(s, dst):
     """What a kill -9 leaves behind: the files as they are in the page cache, abort file included."""
-    shutil.copytree(s.config.store_path_root_dir, dst)
+    shutil.copytree(s.config.store_path_root_dir, dst, ignore=shutil.ignore_patterns("*.tmp"))
     return dst
 
 

@@ -78,7 +78,7 @@ class StoreMachine(RuleBasedStateMachine):
     def crash_restart(self):
         # kill -9 image: the mapped files as the page cache holds them, with the abort file
         img = f"{self.base}/{next(self.gen)}"
-        shutil.copytree(self.root, img)
+        shutil.copytree(self.root, img, ignore=shutil.ignore_patterns("*.tmp"))  # racing the allocator
         self.store.shutdown()
         self.root = img
         self.store = open_store(self.root, **SMALL)
