@@ -245,3 +245,30 @@ def test_runtime_info_counts(tmp_path):
         assert "putTps" in info and "commitLogDiskRatio" in info
     finally:
         s.shutdown()
+
+
+def test_concurrent_puts_get_gapless_offsets(tmp_path):
+    s = open_store(tmp_path)
+    results: list = []
+    lock = threading.Lock()
+
+    def worker(n):
+        mine = [s.put_message(msg(queue_id=0, body=b"w%d-%d" % (n, i))) for i in range(300)]
+        batch = s.put_messages("T", 0, [msg(queue_id=0, body=b"b%d-%d" % (n, i)) for i in range(3)])
+        with lock:
+            results.extend((r.queue_offset, r.wrote_offset) for r in mine)
+            results.extend((batch.queue_offset + k, None) for k in range(3))
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(q for q, _ in results) == list(range(4 * 303))
+        r = s.get_message("g", "T", 0, 0, 32, None)
+        phys = [decode_record(b).commit_log_offset for b in r.buffers]
+        assert phys == sorted(phys)  # queue order is CommitLog order
+        r.release()
+    finally:
+        s.shutdown()
