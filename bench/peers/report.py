@@ -95,7 +95,8 @@ class Agg:
 def _ratio(a: float | None, b: float | None) -> str:
     if a is None or b is None or b == 0:
         return "-"
-    return f"{a / b:.2f}"
+    r = a / b
+    return f"{r:.3f}" if r < 0.1 else f"{r:.2f}"
 
 
 def _secs(xs: list[float | None]) -> str:
@@ -410,6 +411,13 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
                 if tier == "A"
                 else (lim["loopback_mb_s"], "loopback MB/s")
             )
+            for w in plan["windows"]:
+                ceil_rate = ((results.get("ceiling") or {}).get("rate") or {}).get(f"{size}/{w}")
+                rq = ag.median(k, (size, w, 0), "pub_rate")
+                L.append(
+                    f"| tier {tier} {size} B, W={w} msg/s vs the load generator's ceiling (null broker) | {num(rq)} | "
+                    f"{num(ceil_rate)} | {_ratio(rq, ceil_rate)} |"
+                )
             L.append(
                 f"| tier {tier} {size} B, W={wmax} MB/s vs {name} | {num(mb, 1)} | {num(bound)} | {_ratio(mb, bound)} |"
             )
