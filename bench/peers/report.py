@@ -337,7 +337,7 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
     wmax = max(plan["windows"])
     L.append(
         f"CPU-seconds per million messages (server tree, publish + consume phases; the load generator's producer and consumer processes beside it: each system's own Python client) and bytes written to storage "
-        f"per message, {mid} B, W={wmax}; peak RSS; backlog: fill at W=64 with 1 KiB for {plan['backlog_seconds']} s, "
+        f"per message, {mid} B, W={wmax}; peak RSS (VmHWM of the server tree; rocketq's includes the mapped CommitLog pages it touched); backlog: fill at W=64 with 1 KiB for {plan['backlog_seconds']} s, "
         "drop the page cache (echo 1 > /proc/sys/vm/drop_caches), then a fresh consumer drains while a producer "
         "keeps publishing at 10 % of the fill rate; recovery (tier A): fill for "
         f"{plan['recovery_seconds']} s, SIGKILL the server tree, restart on the same data: seconds from the restart "
