@@ -15,13 +15,12 @@ from typing import TYPE_CHECKING
 from rocketq.protocol.frame import ProtocolError
 from rocketq.protocol.properties import (
     PROPERTY_DELAY_TIME_LEVEL,
-    PROPERTY_REAL_QUEUE_ID,
-    PROPERTY_REAL_TOPIC,
     SCHEDULE_TOPIC,
 )
 from rocketq.protocol.record import decode_record
 
 from .persist import ConfigFile
+from .restore import STORED, real_destination, restored
 
 if TYPE_CHECKING:
     from .controller import BrokerController
@@ -43,9 +42,6 @@ class ScheduleMessageService:
         self._task: asyncio.Task[None] | None = None
         self._persist_task: asyncio.Task[None] | None = None
         self._dirty = False
-        from rocketq.store import MessageToStore
-
-        self.MessageToStore = MessageToStore
 
     def load(self) -> None:
         obj = self._file.load()
@@ -141,33 +137,13 @@ class ScheduleMessageService:
 
     def _redeliver(self, msg) -> bool:
         props = dict(msg.properties)
-        topic = props.get(PROPERTY_REAL_TOPIC)
-        try:
-            qid = int(props.get(PROPERTY_REAL_QUEUE_ID, "0"))
-        except ValueError:
-            qid = 0
+        topic, qid = real_destination(props)
         if not topic:
             log.warning("delayed message at %d has no REAL_TOPIC; dropped", msg.commit_log_offset)
             return True
         props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
-        inner = self.MessageToStore(
-            topic=topic,
-            queue_id=qid,
-            body=bytes(msg.body),
-            flag=msg.flag,
-            properties=props,
-            sys_flag=msg.sys_flag,
-            born_timestamp=msg.born_timestamp,
-            born_host=msg.born_host,
-            reconsume_times=msg.reconsume_times,
-        )
-        result = self.ctl.store.put_message(inner)
-        if result.status.name in (
-            "PUT_OK",
-            "FLUSH_DISK_TIMEOUT",
-            "FLUSH_SLAVE_TIMEOUT",
-            "SLAVE_NOT_AVAILABLE",
-        ):
+        result = self.ctl.store.put_message(restored(msg, topic, qid, props))
+        if result.status.name in STORED:
             return True
         if result.status.name in ("MESSAGE_ILLEGAL", "PROPERTIES_SIZE_EXCEEDED"):
             log.warning(

@@ -18,8 +18,6 @@ from rocketq.protocol.headers import CheckTransactionStateRequestHeader, EndTran
 from rocketq.protocol.properties import (
     PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS,
     PROPERTY_PRODUCER_GROUP,
-    PROPERTY_REAL_QUEUE_ID,
-    PROPERTY_REAL_TOPIC,
     PROPERTY_TRANSACTION_CHECK_TIMES,
     PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
@@ -36,6 +34,8 @@ from rocketq.protocol.sysflag import (
 )
 from rocketq.remoting import Channel
 
+from .restore import STORED, real_destination, restored
+
 if TYPE_CHECKING:
     from .controller import BrokerController
 
@@ -45,7 +45,6 @@ HALF_GROUP = "CID_RMQ_SYS_TRANS"
 PROPERTY_BATCH_TXN = "RQ_BATCH_TXN"  # batch transactions (Spark sink): resolved by transaction/service.py
 OP_TAG = "d"
 BATCH = 32
-STORED = ("PUT_OK", "FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE")
 
 
 def _read_all(store, topic: str, start: int, stop: int):
@@ -120,34 +119,21 @@ class TransactionService:
             self._mark_resolved(msg.queue_offset, None)
             return request.response(ResponseCode.SUCCESS)
         if kind == TRANSACTION_COMMIT_TYPE:
-            real_topic = props.pop(PROPERTY_REAL_TOPIC, None)
-            try:
-                real_qid = int(props.pop(PROPERTY_REAL_QUEUE_ID, "0"))
-            except ValueError:
-                real_qid = 0
+            real_topic, real_qid = real_destination(props, pop=True)
             if not real_topic:
                 return request.response(ResponseCode.SYSTEM_ERROR, "prepared message without REAL_TOPIC")
             props.pop(PROPERTY_TRANSACTION_PREPARED, None)
             props.pop(PROPERTY_TRANSACTION_CHECK_TIMES, None)
-            inner = self.MessageToStore(
-                topic=real_topic,
-                queue_id=real_qid,
-                body=bytes(msg.body),
-                flag=msg.flag,
-                properties=props,
+            inner = restored(
+                msg,
+                real_topic,
+                real_qid,
+                props,
                 sys_flag=(msg.sys_flag & ~TRANSACTION_TYPE_MASK) | TRANSACTION_COMMIT_TYPE,
-                born_timestamp=msg.born_timestamp,
-                born_host=msg.born_host,
-                reconsume_times=msg.reconsume_times,
                 prepared_transaction_offset=msg.commit_log_offset,
             )
             result = store.put_message(inner)
-            if result.status.name not in (
-                "PUT_OK",
-                "FLUSH_DISK_TIMEOUT",
-                "FLUSH_SLAVE_TIMEOUT",
-                "SLAVE_NOT_AVAILABLE",
-            ):
+            if result.status.name not in STORED:
                 return request.response(ResponseCode.SYSTEM_ERROR, f"commit failed: {result.status.name}")
         self._mark_resolved(msg.queue_offset, uniq)
         return request.response(ResponseCode.SUCCESS)
@@ -242,26 +228,11 @@ class TransactionService:
     def _check_back(self, channel: Channel, msg, checks: int) -> None:
         props = dict(msg.properties)
         props[PROPERTY_TRANSACTION_CHECK_TIMES] = str(checks)
-        again = self.MessageToStore(
-            topic=TRANS_HALF_TOPIC,
-            queue_id=0,
-            body=bytes(msg.body),
-            flag=msg.flag,
-            properties=props,
-            sys_flag=msg.sys_flag,
-            born_timestamp=msg.born_timestamp,
-            born_host=msg.born_host,
-            reconsume_times=msg.reconsume_times,
-        )
-        result = self.ctl.store.put_message(again)
+        result = self.ctl.store.put_message(restored(msg, TRANS_HALF_TOPIC, 0, props))
         if result.status.name not in STORED:
             return
         real_props = dict(props)
-        topic = real_props.pop(PROPERTY_REAL_TOPIC, msg.topic)
-        try:
-            qid = int(real_props.pop(PROPERTY_REAL_QUEUE_ID, "0"))
-        except ValueError:
-            qid = 0
+        topic, qid = real_destination(real_props, msg.topic, pop=True)
         body = encode_record(
             msg.body,
             topic,

@@ -21,6 +21,7 @@ from rocketq.protocol.properties import (
 from rocketq.protocol.record import decode_record
 from rocketq.remoting import Channel
 
+from ..restore import restored
 from .send import put_status_response
 
 if TYPE_CHECKING:
@@ -33,9 +34,6 @@ DLQ_NUMS_PER_GROUP = 1
 class SendBackProcessor:
     def __init__(self, ctl: BrokerController) -> None:
         self.ctl = ctl
-        from rocketq.store import MessageToStore
-
-        self.MessageToStore = MessageToStore
 
     def register(self, server) -> None:
         server.register_processor(RequestCode.CONSUMER_SEND_MSG_BACK, self.process)
@@ -98,17 +96,8 @@ class SendBackProcessor:
             moved = ctl.delay_levels.redirect(props, topic, queue_id, now_ms)
             if moved is not None:
                 topic, queue_id, _ = moved  # the store derives the delivery time (tags code)
-        inner = self.MessageToStore(
-            topic=topic,
-            queue_id=queue_id,
-            body=bytes(msg.body),
-            flag=msg.flag,
-            properties=props,
-            sys_flag=msg.sys_flag,
-            born_timestamp=msg.born_timestamp,
-            born_host=msg.born_host,
-            reconsume_times=msg.reconsume_times + 1,
-            tags_code=tags_code,
+        inner = restored(
+            msg, topic, queue_id, props, reconsume_times=msg.reconsume_times + 1, tags_code=tags_code
         )
         result = ctl.store.put_message(inner)
         err = put_status_response(request, result)
