@@ -91,11 +91,14 @@ def main() -> int:
         )  # fmt: skip
         results.append(("write: sink at_least_once (spark.range -> topic)", n, dt))
         eo = spark.range(a.eo_messages, numPartitions=2).select(F.format_string("m%099d", "id").alias("body"))
-        _, dt = timed(
-            lambda: eo.write.format("rocketmq").option("nameserver", ns).option("topic", eo_topic)
-            .option("deliveryGuarantee", "exactly_once").mode("append").save()
-        )  # fmt: skip
-        results.append(("write: sink exactly_once (halves + one batch commit)", a.eo_messages, dt))
+        try:
+            _, dt = timed(
+                lambda: eo.write.format("rocketmq").option("nameserver", ns).option("topic", eo_topic)
+                .option("deliveryGuarantee", "exactly_once").mode("append").save()
+            )  # fmt: skip
+            results.append(("write: sink exactly_once (halves + one batch commit)", a.eo_messages, dt))
+        except Exception as exc:  # keep measuring the rest
+            print(f"exactly_once write failed: {str(exc).splitlines()[-2:]}", file=sys.stderr)
 
         df = spark.read.format("rocketmq").option("nameserver", ns).option("topic", topic).load()
         cnt, dt = timed(df.count)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 
 from rocketq.protocol.properties import TRANS_OP_HALF_TOPIC
 from rocketq.spark.sink import COMMIT, ROLLBACK, RocketMQCommitMessage, SinkOptions, _Sender, end_batch
@@ -67,3 +68,20 @@ def _op_count(ns: str) -> int:
     io = get_io(ns)
     qs = io.read_queues([TRANS_OP_HALF_TOPIC])
     return sum(io.max_offsets(qs).values())
+
+
+def test_commit_of_expired_halves_fails_and_leaves_no_marker(spark, rmq, topic_factory):
+    ns = rmq.namesrv
+    t = topic_factory(1)
+    o = _opts(ns, t)
+    o.half_timeout_s = 1  # the broker treats these halves as orphans after 1 s
+    old = _halves(o, "q3:0", ["late"])
+    op_before = _op_count(ns)
+    wait_for(lambda: _op_count(ns) > op_before, 20)  # the scan rolled it back
+    with pytest.raises(Exception, match="already rolled back"):
+        end_batch(ns, t, "q3:0", COMMIT, o.group, [old])
+    # nothing was marked committed: the re-run of the batch commits normally
+    o.half_timeout_s = 120
+    rerun = _halves(o, "q3:0", ["late"])
+    end_batch(ns, t, "q3:0", COMMIT, o.group, [rerun])
+    assert _visible(spark, ns, t) == ["late"]

@@ -220,6 +220,15 @@ class TransactionalMessageService:
             marker = self.markers.get(txn)
             repeated = marker is not None
             if marker is None and decision == COMMIT:
+                gone = [q for q, _ in halves if q in self.done or q < self.check_from]
+                if gone:
+                    # resolved before any commit: rolled back as orphans (older than their immunity time).
+                    # No marker, so a re-run of the batch can still commit its new halves.
+                    raise RuntimeError(
+                        f"{len(gone)} prepared messages of {txn} were already rolled back "
+                        f"(first: {gone[0]}); "
+                        "the batch took longer than transactionTimeoutSeconds and must be re-run"
+                    )
                 marker = {
                     "decision": decision,
                     "halves": sorted(q for q, _ in halves),
