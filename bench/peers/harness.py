@@ -48,6 +48,7 @@ class Plan:
     seconds: float = 1.0  # closed-loop max-rate phase
     lat_seconds: float = 1.0  # open-loop latency phase
     lat_fraction: float = 0.5  # open-loop rate = this x the cell's max rate
+    lat_curve: tuple[float, ...] = (0.1, 0.8)  # extra fractions, on the 1 KiB W=64 cell only
     warmup_s: float = 0.2
     backlog_seconds: float = 1.5  # fill time of the backlog catch-up test (1 KiB, 64 in flight)
     recovery_seconds: float = 1.0  # fill time before kill -9 (tier A)
@@ -201,8 +202,10 @@ class Runner:
             noise_cell = (1024 if 1024 in self.plan.sizes else self.plan.sizes[0], max(self.plan.windows), 0)
             cells.append(noise_cell)  # the same config twice: the noise floor
             for i, (size, window, batch) in enumerate(cells):
-                cell = self.run_cell(server, prod, cons, size, window, batch)
-                cell["repeat"] = i == len(cells) - 1
+                repeat = i == len(cells) - 1
+                curve = not repeat and (size, window, batch) == noise_cell
+                cell = self.run_cell(server, prod, cons, size, window, batch, curve)
+                cell["repeat"] = repeat
                 out["cells"].append(cell)
                 self.say(
                     f"{system}/{tier} rep{rep} {size}B w{window}{f' batch{batch}' if batch else ''}: "
@@ -307,7 +310,7 @@ class Runner:
         return {"rate": out, "latency": lat}
 
     def run_cell(
-        self, server: Any, prod: Worker, cons: Worker, size: int, window: int, batch: int
+        self, server: Any, prod: Worker, cons: Worker, size: int, window: int, batch: int, curve: bool = False
     ) -> dict[str, Any]:
         p = self.plan
         t_thr, t_lat = self.name("thr"), self.name("lat")
@@ -380,6 +383,29 @@ class Runner:
                 lat_e2e=d["e2e"],
                 lat_consumed=d["n"],
             )
+            # latency against load: more fractions of the max rate, on one cell per system/tier
+            for frac in p.lat_curve if curve else ():
+                t = self.name("curve")
+                prod.call({"op": "prepare", "topics": [t]}, 90)
+                cons.call({"op": "subscribe", "topic": t, "group": self.name("g")}, 90)
+                r2 = max(1.0, cell["pub_rate"] * frac)
+                cmd = {
+                    "op": "produce",
+                    "topic": t,
+                    "size": size,
+                    "window": window,
+                    "rate": r2,
+                    "seconds": p.lat_seconds,
+                }
+                lr = prod.call(cmd, p.lat_seconds + 120)
+                d = cons.call({"op": "drain", "topic": t, "expect": lr["n"], "timeout_s": 30}, 90)
+                cell.setdefault("lat_curve", {})[str(frac)] = {
+                    "rate": r2,
+                    "n": lr["n"],
+                    "ack": lr["ack"],
+                    "e2e": d["e2e"],
+                    "consumed": d["n"],
+                }
         return cell
 
     def run_backlog(self, server: Any, prod: Worker, cons: Worker) -> dict[str, Any]:

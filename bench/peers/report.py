@@ -330,6 +330,52 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
                     )
         L.append("")
 
+    # -- latency against load (one cell) ---------------------------------------------------------------
+    mid_ = 1024 if 1024 in plan["sizes"] else plan["sizes"][0]
+    wmax_ = max(plan["windows"])
+    curve_rows = []
+    for tier in plan["tiers"]:
+        for k in ag.keys(tier):
+            cells = ag.cells.get(k, {}).get((mid_, wmax_, 0), [])
+            fracs = sorted(
+                {float(f) for c in cells for f in (c.get("lat_curve") or {})} | {plan["lat_fraction"]}
+            )
+            for frac in fracs:
+                if frac == plan["lat_fraction"]:
+                    pts = [
+                        {
+                            "rate": c.get("lat_rate"),
+                            "ack": c.get("lat_ack") or {},
+                            "e2e": c.get("lat_e2e") or {},
+                        }
+                        for c in cells
+                    ]
+                else:
+                    pts = [(c.get("lat_curve") or {}).get(str(frac)) for c in cells]
+                    pts = [x for x in pts if x]
+                if not pts:
+                    continue
+
+                def med_(key: str, p: str, pts: list[dict] = pts) -> float | None:
+                    return med([x[key].get(p) for x in pts])
+
+                curve_rows.append(
+                    f"| {tier} | {LABEL[k[0]]} | {frac:.0%} | {num(med([x['rate'] for x in pts]))} | "
+                    f"{us(med_('ack', 'p50'))} | {us(med_('ack', 'p99'))} | {us(med_('ack', 'p999'))} | "
+                    f"{us(med_('e2e', 'p50'))} | {us(med_('e2e', 'p99'))} | {us(med_('e2e', 'p999'))} |"
+                )
+    if curve_rows:
+        L.append(
+            f"### Latency against load ({mid_} B, at most {wmax_} in flight, fractions of each system's own max rate)"
+        )
+        L.append("")
+        L.append(
+            "| tier | system | load | offered msg/s | ack p50 | ack p99 | ack p99.9 | e2e p50 | e2e p99 | e2e p99.9 |"
+        )
+        L.append("|---|---|---|---|---|---|---|---|---|---|")
+        L.extend(curve_rows)
+        L.append("")
+
     # -- resources, backlog, recovery ----------------------------------------------------------------------
     L.append("### Server resources, backlog catch-up, recovery after kill -9")
     L.append("")
