@@ -119,6 +119,12 @@ def test_stream_restart_from_checkpoint_no_loss_no_duplicates(spark, rmq, topic_
         lambda: (s := mqadmin_ok(ns, "consumerProgress", "-g", "SparkProgressCG")) and t in s and s, 20
     )
     assert t in out_text
+    from rocketq.spark.brokerio import get_io
+
+    io = get_io(ns)
+    qs = io.read_queues([t])
+    # the published progress is the stream's position: everything read, lag 0
+    wait_for(lambda: io.group_offsets("SparkProgressCG", qs) == io.max_offsets(qs), 20)
 
 
 def test_no_empty_micro_batches_while_idle(spark, rmq, topic_factory, tmp_path):
