@@ -81,6 +81,16 @@ def test_json_offset_ranges_assign_and_timestamps(spark, rmq, topic_factory):
     rows = _read(spark, ns, topic=t, endingTimestamp=str(ts)).collect()
     assert len(rows) == 40
 
+    by_ts = json.dumps({t: {"broker-a": {"0": ts}}})
+    rows = _read(spark, ns, topic=t, startingOffsetsByTimestamp=by_ts,
+                 startingOffsetsByTimestampStrategy="latest").collect()  # fmt: skip
+    assert [bytes(r.body) for r in rows] == [b"late1"]  # queue 1 has no timestamp: starts at latest
+    with pytest.raises(Exception, match="no timestamp"):
+        _read(spark, ns, topic=t, startingOffsetsByTimestamp=by_ts).collect()
+
+    rows = _read(spark, ns, subscribePattern=t[:-3] + ".*").select("topic").distinct().collect()
+    assert t in {r.topic for r in rows}
+
     with pytest.raises(Exception, match="exactly one of"):
         _read(spark, ns, topic=t, subscribe=t).collect()
 
@@ -125,6 +135,9 @@ def test_stream_restart_from_checkpoint_no_loss_no_duplicates(spark, rmq, topic_
     qs = io.read_queues([t])
     # the published progress is the stream's position: everything read, lag 0
     wait_for(lambda: io.group_offsets("SparkProgressCG", qs) == io.max_offsets(qs), 20)
+    produce(ns, t, [(0, b"c0", None)])
+    rows = _read(spark, ns, topic=t, startingOffsets="group", consumerGroup="SparkProgressCG").collect()
+    assert [bytes(r.body) for r in rows] == [b"c0"]  # starts where the group is
 
 
 def test_no_empty_micro_batches_while_idle(spark, rmq, topic_factory, tmp_path):
