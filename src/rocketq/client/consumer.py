@@ -187,15 +187,7 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
             self._subs.setdefault(
                 retry_topic(self.group), SubscriptionData.build(retry_topic(self.group), "*")
             )
-        inst = acquire_instance_for_group(
-            self.namesrv_addrs, self.instance_name, self.group, "consumer", self.client_config
-        )
-        self._instance = inst
-        if self.message_model is MessageModel.BROADCASTING:
-            self.offset_store = LocalFileOffsetStore(inst.client_id, self.group, self.offset_store_dir)
-        else:
-            self.offset_store = RemoteBrokerOffsetStore(self._query_offset, self._update_offset)
-        await self.offset_store.load()
+        inst = await self._attach_instance()
         if not self._listener_is_async:
             self._executor = concurrent.futures.ThreadPoolExecutor(
                 self.consume_thread_max, thread_name_prefix=f"ConsumeMessageThread_{self.group}"
@@ -219,6 +211,29 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
         if self.consume_timeout > 0:
             self._spawn(self._clean_expired_loop(), background=True)
         inst.rebalance_immediately()
+
+    async def _attach_instance(self) -> MQClientInstance:
+        """Join the group's client instance and load the offsets (broadcasting: local file, else broker)."""
+        inst = acquire_instance_for_group(
+            self.namesrv_addrs, self.instance_name, self.group, "consumer", self.client_config
+        )
+        self._instance = inst
+        if self.message_model is MessageModel.BROADCASTING:
+            self.offset_store = LocalFileOffsetStore(inst.client_id, self.group, self.offset_store_dir)
+        else:
+            self.offset_store = RemoteBrokerOffsetStore(self._query_offset, self._update_offset)
+        await self.offset_store.load()
+        return inst
+
+    async def _detach_instance(self, inst: MQClientInstance | None) -> None:
+        """Drop every process queue and leave the client instance."""
+        for pq in self._pqs.values():
+            pq.dropped = True
+        self._pqs.clear()
+        self._pull_tasks.clear()
+        if inst is not None:
+            await inst.unregister_consumer(self.group)
+            await release_instance(inst)
 
     async def _check_filters(self) -> None:
         """SQL92 subscriptions: ask every broker of the topic whether it can filter (checkClientInBroker)."""
@@ -275,13 +290,7 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
         if self._needs_locks and inst is not None:
             with contextlib.suppress(Exception):
                 await self._unlock_all()
-        for pq in self._pqs.values():
-            pq.dropped = True
-        self._pqs.clear()
-        self._pull_tasks.clear()
-        if inst is not None:
-            await inst.unregister_consumer(self.group)
-            await release_instance(inst)
+        await self._detach_instance(inst)
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None

@@ -13,9 +13,9 @@ from typing import Any
 
 from .allocate import Strategy
 from .consumer import PushConsumer
-from .instance import DEFAULT_INSTANCE_NAME, ClientConfig, acquire_instance_for_group, release_instance
+from .instance import DEFAULT_INSTANCE_NAME, ClientConfig
 from .message import ConsumeFromWhere, MessageExt, MessageModel, MessageQueue, MQClientError
-from .offset_store import LocalFileOffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
+from .offset_store import ReadOffsetType
 from .process_queue import ProcessQueue
 from .subscription import SubscriptionData
 
@@ -82,15 +82,7 @@ class LitePullConsumer(PushConsumer):
     async def start(self) -> None:
         if self._running:
             return
-        inst = acquire_instance_for_group(
-            self.namesrv_addrs, self.instance_name, self.group, "consumer", self.client_config
-        )
-        self._instance = inst
-        if self.message_model is MessageModel.BROADCASTING:
-            self.offset_store = LocalFileOffsetStore(inst.client_id, self.group, self.offset_store_dir)
-        else:
-            self.offset_store = RemoteBrokerOffsetStore(self._query_offset, self._update_offset)
-        await self.offset_store.load()
+        inst = await self._attach_instance()
         self._buffer = asyncio.Queue()
         self._running = True
         self._next_auto_commit = time.monotonic() + self.auto_commit_interval_millis / 1000.0
@@ -121,13 +113,7 @@ class LitePullConsumer(PushConsumer):
         await asyncio.gather(*tasks, return_exceptions=True)
         with contextlib.suppress(Exception):
             await self.persist_consumer_offset()
-        for pq in self._pqs.values():
-            pq.dropped = True
-        self._pqs.clear()
-        self._pull_tasks.clear()
-        if inst is not None:
-            await inst.unregister_consumer(self.group)
-            await release_instance(inst)
+        await self._detach_instance(inst)
 
     async def _apply_assignment(self) -> None:
         wanted = set(self._assigned or ())
