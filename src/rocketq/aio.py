@@ -1,51 +1,6 @@
 """rocketq.aio: the asyncio client — same names as rocketq, with coroutine methods."""
 
-from rocketq.client import (
-    ClientConfig,
-    ConsumeConcurrentlyContext,
-    ConsumeFromWhere,
-    ConsumeOrderlyContext,
-    ConsumeOrderlyResult,
-    ConsumeResult,
-    LitePullConsumer,
-    LocalTransactionState,
-    Message,
-    MessageExt,
-    MessageModel,
-    MessageQueue,
-    MessageSelector,
-    MQBrokerError,
-    MQClientError,
-    Producer,
-    PushConsumer,
-    SendResult,
-    SendStatus,
-    TransactionProducer,
-    TransactionSendResult,
-    create_reply_message,
-)
+from rocketq._public import CLIENT_NAMES
+from rocketq.client import *  # noqa: F403  (the names below are all exported by rocketq.client)
 
-__all__ = [
-    "ClientConfig",
-    "ConsumeConcurrentlyContext",
-    "ConsumeFromWhere",
-    "ConsumeOrderlyContext",
-    "ConsumeOrderlyResult",
-    "ConsumeResult",
-    "LitePullConsumer",
-    "LocalTransactionState",
-    "MQBrokerError",
-    "MQClientError",
-    "Message",
-    "MessageExt",
-    "MessageModel",
-    "MessageQueue",
-    "MessageSelector",
-    "Producer",
-    "PushConsumer",
-    "SendResult",
-    "SendStatus",
-    "TransactionProducer",
-    "TransactionSendResult",
-    "create_reply_message",
-]
+__all__ = sorted(CLIENT_NAMES)
