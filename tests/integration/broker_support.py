@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
+import pytest
 from tests.helpers.procs import RocketqProcess, start_namesrv, start_rocketq
 
 from rocketq.protocol.codes import RequestCode
@@ -76,6 +77,18 @@ def start_cluster(home: Path, **overrides: str) -> Cluster:
         ns.stop()
         raise
     return Cluster(ns, broker, home / "broker", conf)
+
+
+def cluster_fixture(name: str, **overrides: str):
+    """A module-scoped ``cluster`` fixture: one NameServer + broker (TEST_CONF + overrides) per test file."""
+
+    @pytest.fixture(scope="module", name="cluster")
+    def _cluster(tmp_path_factory: pytest.TempPathFactory):
+        c = start_cluster(tmp_path_factory.mktemp(name), **overrides)
+        yield c
+        c.stop()
+
+    return _cluster
 
 
 # -- raw client helpers ------------------------------------------------------------------------------

@@ -7,8 +7,8 @@ import asyncio
 import time
 
 import orjson
-import pytest
 from tests.integration.broker_support import (
+    cluster_fixture,
     create_topic,
     heartbeat,
     pull,
@@ -16,7 +16,6 @@ from tests.integration.broker_support import (
     run,
     send,
     send_ext,
-    start_cluster,
 )
 
 from rocketq.protocol import lenient_json
@@ -28,11 +27,7 @@ C = RequestCode
 rq = RemotingCommand.request
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = start_cluster(tmp_path_factory.mktemp("broker-admin"))
-    yield c
-    c.stop()
+cluster = cluster_fixture("broker-admin")
 
 
 def _mq_table(body: bytes) -> dict[tuple[str, int], dict]:

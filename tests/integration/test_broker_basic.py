@@ -6,9 +6,9 @@ import asyncio
 import time
 
 import orjson
-import pytest
 from tests.integration.broker_support import (
     call,
+    cluster_fixture,
     create_topic,
     heartbeat,
     pull,
@@ -17,7 +17,6 @@ from tests.integration.broker_support import (
     run,
     send,
     send_ext,
-    start_cluster,
 )
 
 from rocketq.protocol.codes import RequestCode, ResponseCode
@@ -29,11 +28,7 @@ C = RequestCode
 rq = RemotingCommand.request
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = start_cluster(tmp_path_factory.mktemp("broker-basic"), enablePropertyFilter="true")
-    yield c
-    c.stop()
+cluster = cluster_fixture("broker-basic", enablePropertyFilter="true")
 
 
 def test_send_pull_round_trip(cluster):

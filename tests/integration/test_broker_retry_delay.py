@@ -5,8 +5,15 @@ from __future__ import annotations
 import asyncio
 import time
 
-import pytest
-from tests.integration.broker_support import create_topic, pull, records, run, send, start_cluster
+from tests.integration.broker_support import (
+    cluster_fixture,
+    create_topic,
+    pull,
+    records,
+    run,
+    send,
+    start_cluster,
+)
 
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
@@ -16,11 +23,7 @@ C = RequestCode
 rq = RemotingCommand.request
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = start_cluster(tmp_path_factory.mktemp("broker-retry"))
-    yield c
-    c.stop()
+cluster = cluster_fixture("broker-retry")
 
 
 async def wait_messages(

@@ -10,10 +10,10 @@ import subprocess
 import sys
 
 import orjson
-import pytest
 from tests.helpers.procs import start_namesrv, start_rocketq
 from tests.integration.broker_support import (
     BROKER_BOOT,
+    cluster_fixture,
     create_topic,
     pull,
     pull_ext,
@@ -32,11 +32,7 @@ C = RequestCode
 rq = RemotingCommand.request
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = start_cluster(tmp_path_factory.mktemp("broker-robust"))
-    yield c
-    c.stop()
+cluster = cluster_fixture("broker-robust")
 
 
 def test_invalid_input_gets_clear_codes(cluster):

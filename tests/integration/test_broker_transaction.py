@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import orjson
-import pytest
-from tests.integration.broker_support import create_topic, pull, records, run, send, start_cluster
+from tests.integration.broker_support import cluster_fixture, create_topic, pull, records, run, send
 
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
@@ -16,13 +15,7 @@ C = RequestCode
 rq = RemotingCommand.request
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = start_cluster(
-        tmp_path_factory.mktemp("broker-tx"), transactionTimeOut="600", transactionCheckInterval="200"
-    )
-    yield c
-    c.stop()
+cluster = cluster_fixture("broker-tx", transactionTimeOut="600", transactionCheckInterval="200")
 
 
 async def send_half(c, addr, topic: str, body: bytes, uniq: str):
