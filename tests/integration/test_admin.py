@@ -5,10 +5,17 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
 
 import pytest
-from tests.interop.standalone import Standalone, mqadmin, mqadmin_ok, start_standalone, unique
+from tests.interop.standalone import (
+    Standalone,
+    admin_fixture,
+    mqadmin,
+    mqadmin_ok,
+    rows,
+    standalone_fixture,
+    unique,
+)
 
 from rocketq.admin import MQAdminExt
 from rocketq.admin.main import COMMANDS
@@ -16,35 +23,8 @@ from rocketq.admin.main import COMMANDS
 CLUSTER = "DefaultCluster"
 
 
-@pytest.fixture(scope="module")
-def sa(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
-    s = start_standalone(tmp_path_factory.mktemp("admin"))
-    yield s
-    s.stop()
-
-
-@pytest.fixture(scope="module")
-def admin(sa: Standalone) -> Iterator[MQAdminExt]:
-    with MQAdminExt(sa.namesrv) as a:
-        yield a
-
-
-def rows(text: str) -> list[dict[str, str]]:
-    """Parse mqadmin's aligned table: the '#' header gives each column's start; ends at a blank line."""
-    lines = text.splitlines()
-    start = next(i for i, ln in enumerate(lines) if ln.startswith("#"))
-    header = lines[start]
-    starts = [m.start() for m in re.finditer(r"#", header)]
-    names = [header[a:b].strip().lstrip("#") for a, b in zip(starts, [*starts[1:], None], strict=True)]
-    out = []
-    for ln in lines[start + 1 :]:
-        if not ln.strip() or ln.startswith("#"):
-            break
-        cells = [
-            ln[a:b].strip() if b else ln[a:].strip() for a, b in zip(starts, [*starts[1:], None], strict=True)
-        ]
-        out.append(dict(zip(names, cells, strict=True)))
-    return out
+sa = standalone_fixture("admin")
+admin = admin_fixture()
 
 
 def broker_name(sa: Standalone) -> str:

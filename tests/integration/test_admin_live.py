@@ -4,22 +4,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 
-import pytest
-from tests.integration.test_admin import rows
-from tests.interop.standalone import Standalone, mqadmin, mqadmin_ok, start_standalone, unique
+from tests.interop.standalone import Standalone, mqadmin, mqadmin_ok, rows, standalone_fixture, unique
 
 from rocketq import ConsumeFromWhere, ConsumeResult, Message, Producer, PushConsumer
 
 CLUSTER = "DefaultCluster"
 
 
-@pytest.fixture(scope="module")
-def sa(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
-    s = start_standalone(tmp_path_factory.mktemp("admin-live"))
-    yield s
-    s.stop()
+sa = standalone_fixture("admin-live")
 
 
 class Collector:

@@ -4,11 +4,16 @@ getBrokerConfig, update/deleteKvConfig, queryMsgByUniqueKey) and AdminClient hel
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
-import pytest
-from tests.integration.test_admin import rows
-from tests.interop.standalone import Standalone, mqadmin, mqadmin_ok, start_standalone, unique
+from tests.interop.standalone import (
+    Standalone,
+    admin_fixture,
+    mqadmin,
+    mqadmin_ok,
+    rows,
+    standalone_fixture,
+    unique,
+)
 
 from rocketq import Message, Producer
 from rocketq.admin import MQAdminExt
@@ -16,17 +21,8 @@ from rocketq.admin import MQAdminExt
 CLUSTER = "DefaultCluster"
 
 
-@pytest.fixture(scope="module")
-def sa(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
-    s = start_standalone(tmp_path_factory.mktemp("admin-more"))
-    yield s
-    s.stop()
-
-
-@pytest.fixture(scope="module")
-def admin(sa: Standalone) -> Iterator[MQAdminExt]:
-    with MQAdminExt(sa.namesrv) as a:
-        yield a
+sa = standalone_fixture("admin-more")
+admin = admin_fixture()
 
 
 def test_topic_cluster_list_and_perm(sa: Standalone) -> None:

@@ -5,13 +5,17 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.helpers.procs import SMALL_STORE_CONF, RocketqProcess, free_port, start_rocketq
 
@@ -45,6 +49,31 @@ def start_standalone(home: Path, conf: dict[str, str] | None = None) -> Standalo
     return Standalone(proc, proc.addr, f"127.0.0.1:{broker_port}", home)
 
 
+def standalone_fixture(name: str) -> Any:
+    """A module-scoped ``sa`` fixture: one standalone (NameServer + broker) for the whole test file."""
+
+    @pytest.fixture(scope="module", name="sa")
+    def _sa(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
+        s = start_standalone(tmp_path_factory.mktemp(name))
+        yield s
+        s.stop()
+
+    return _sa
+
+
+def admin_fixture() -> Any:
+    """A module-scoped ``admin`` fixture: an MQAdminExt on the ``sa`` standalone."""
+
+    @pytest.fixture(scope="module", name="admin")
+    def _admin(sa: Standalone) -> Iterator[Any]:
+        from rocketq.admin import MQAdminExt
+
+        with MQAdminExt(sa.namesrv) as a:
+            yield a
+
+    return _admin
+
+
 def mqadmin(namesrv: str, *args: str) -> tuple[int, str]:
     """Run an mqadmin command in-process; returns (exit code, stdout)."""
     from rocketq.admin.main import main
@@ -58,6 +87,24 @@ def mqadmin_ok(namesrv: str, *args: str) -> str:
     code, text = mqadmin(namesrv, *args)
     assert code == 0, f"mqadmin {' '.join(args)} exited {code}:\n{text}"
     return text
+
+
+def rows(text: str) -> list[dict[str, str]]:
+    """Parse mqadmin's aligned table: the '#' header gives each column's start; ends at a blank line."""
+    lines = text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("#"))
+    header = lines[start]
+    starts = [m.start() for m in re.finditer(r"#", header)]
+    names = [header[a:b].strip().lstrip("#") for a, b in zip(starts, [*starts[1:], None], strict=True)]
+    out = []
+    for ln in lines[start + 1 :]:
+        if not ln.strip() or ln.startswith("#"):
+            break
+        cells = [
+            ln[a:b].strip() if b else ln[a:].strip() for a, b in zip(starts, [*starts[1:], None], strict=True)
+        ]
+        out.append(dict(zip(names, cells, strict=True)))
+    return out
 
 
 def node_available() -> str | None:
