@@ -8,23 +8,12 @@ from typing import Any
 
 from rocketq.protocol.frame import ProtocolError
 from rocketq.protocol.record import decode_record
+from rocketq.protocol.tags import SUB_ALL, tag_hash
 
 from .sql92 import compile_sql
 
-SUB_ALL = "*"
-
-
-def java_string_hash(s: str) -> int:
-    """Java String.hashCode (UTF-16 code units, signed int32): the consume queue's tag code."""
-    h = 0
-    for ch in s:
-        c = ord(ch)
-        if c > 0xFFFF:  # surrogate pair, as Java sees it
-            c -= 0x10000
-            h = (31 * h + (0xD800 + (c >> 10))) & 0xFFFFFFFF
-            c = 0xDC00 + (c & 0x3FF)
-        h = (31 * h + c) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
+# Java String.hashCode (UTF-16 code units, signed int32): the consume queue's tag code.
+java_string_hash = tag_hash
 
 
 @dataclass(slots=True)

@@ -6,7 +6,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-SUB_ALL = "*"
+from rocketq.protocol.tags import SUB_ALL, tag_hash
+
 EXPRESSION_TAG = "TAG"
 EXPRESSION_SQL92 = "SQL92"
 
@@ -28,13 +29,8 @@ class MessageSelector:
         return cls(EXPRESSION_TAG, tags)
 
 
-def java_string_hash(s: str) -> int:
-    """Java String.hashCode over UTF-16 code units, as a signed int32."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
+# Java String.hashCode over UTF-16 code units, as a signed int32 (the tag codes of a subscription).
+java_string_hash = tag_hash
 
 
 @dataclass(slots=True)
