@@ -159,3 +159,24 @@ def test_streaming_sink_at_least_once(spark, rmq, topic_factory, tmp_path):
     assert q.exception() is None
     rows = _read_topic(spark, ns, dst).collect()
     assert sorted(bytes(r.body).decode() for r in rows) == sorted(f"s{i}" for i in range(50))
+
+
+def test_sink_explicit_queue_and_delay_level(spark, rmq, topic_factory):
+    ns = rmq.namesrv
+    t = topic_factory(4)
+    df = spark.createDataFrame(
+        [("q2-a", "broker-a", 2), ("q2-b", "broker-a", 2), ("q3", "broker-a", 3)],
+        "body string, brokerName string, queueId int",
+    )
+    df.write.format("rocketmq").option("nameserver", ns).option("topic", t).mode("append").save()
+    got = {bytes(r.body).decode(): (r.queueId, r.queueOffset) for r in _read_topic(spark, ns, t).collect()}
+    assert {k: q for k, (q, _) in got.items()} == {"q2-a": 2, "q2-b": 2, "q3": 3}
+    assert sorted(o for q, o in got.values() if q == 2) == [0, 1]
+
+    t2 = topic_factory(1)
+    delayed = spark.createDataFrame([("later", 1)], "body string, delayLevel int")  # level 1 = 1 s
+    delayed.write.format("rocketmq").option("nameserver", ns).option("topic", t2).mode("append").save()
+    assert _read_topic(spark, ns, t2).count() == 0  # parked in SCHEDULE_TOPIC_XXXX
+    from .conftest import wait_for
+
+    wait_for(lambda: _read_topic(spark, ns, t2).count() == 1, 30, 0.5)
