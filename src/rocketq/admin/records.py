@@ -10,13 +10,11 @@ import struct
 from dataclasses import dataclass, field
 
 from rocketq.protocol.frame import ProtocolError
+from rocketq.protocol.message_id import decode_offset_msg_id as _decode_offset_msg_id
 from rocketq.protocol.properties import properties_to_string, string_to_properties
 from rocketq.protocol.record import decode_records_lenient, decompress_body
+from rocketq.protocol.sysflag import COMPRESSED_FLAG
 
-SYSFLAG_COMPRESSED = 0x1
-
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
 _ID = struct.Struct(">4siq")
 
 
@@ -77,16 +75,11 @@ def offset_msg_id(store_host: str, commit_log_offset: int) -> str:
 def decode_offset_msg_id(msg_id: str) -> tuple[str, int]:
     """(broker address, commit log offset) of an offsetMsgId; ValueError if it is not one."""
     msg_id = msg_id.strip()
-    if len(msg_id) == 32:
-        ip, port, offset = _ID.unpack(bytes.fromhex(msg_id))
-        return f"{socket.inet_ntoa(ip)}:{port}", offset
-    if len(msg_id) == 56:  # IPv6 store host
-        raw = bytes.fromhex(msg_id)
-        ip6 = socket.inet_ntop(socket.AF_INET6, raw[:16])
-        (port,) = _I32.unpack_from(raw, 16)
-        (offset,) = _I64.unpack_from(raw, 20)
-        return f"[{ip6}]:{port}", offset
-    raise ValueError(f"not an offsetMsgId (expected 32 hex characters): {msg_id!r}")
+    try:
+        decoded = _decode_offset_msg_id(msg_id)
+    except ProtocolError:
+        raise ValueError(f"not an offsetMsgId (expected 32 hex characters): {msg_id!r}") from None
+    return decoded.addr, decoded.offset
 
 
 def decode_records(data: bytes | bytearray | memoryview, *, decompress: bool = True) -> list[StoredMessage]:
@@ -94,7 +87,7 @@ def decode_records(data: bytes | bytearray | memoryview, *, decompress: bool = T
     out: list[StoredMessage] = []
     for m in decode_records_lenient(data):
         body = bytes(m.body)
-        if decompress and m.sys_flag & SYSFLAG_COMPRESSED and body:
+        if decompress and m.sys_flag & COMPRESSED_FLAG and body:
             try:
                 body = decompress_body(body, m.sys_flag)
             except ProtocolError:
