@@ -107,6 +107,15 @@ def main() -> int:
         _, dt = timed(lambda: df.groupBy("queueId").agg(F.count("*"), F.sum(F.length("body"))).collect())
         results.append(("read rocketmq: groupBy(queueId).agg(count, sum(length(body)))", n, dt))
 
+        lean = (
+            spark.read.format("rocketmq").option("nameserver", ns).option("topic", topic)
+            .option("includeProperties", "false").load()
+        )  # fmt: skip
+        _, dt = timed(lean.count)
+        results.append(("read rocketmq, includeProperties=false: count()", n, dt))
+        _, dt = timed(lambda: lean.groupBy("queueId").agg(F.count("*"), F.sum(F.length("body"))).collect())
+        results.append(("read rocketmq, includeProperties=false: groupBy (same)", n, dt))
+
         pq = str(tmp / "parquet")
         df.select("topic", "queueId", "queueOffset", "msgId", "body", "storeTimestamp").write.parquet(pq)
         pdf = spark.read.parquet(pq)

@@ -51,6 +51,8 @@ def test_batch_read_schema_and_tag_filter_with_offset_gaps(spark, rmq, topic_fac
     assert offs[:3] == [(0, 0), (0, 3), (0, 6)]  # gaps of 2 between matches
     both = _read(spark, ns, topic=t, subExpression="TagA || TagB").count()
     assert both == 60
+    lean = _read(spark, ns, topic=t, includeProperties="false")
+    assert "properties" not in lean.columns and lean.filter("tags = 'TagB'").count() == 20
 
 
 def test_json_offset_ranges_assign_and_timestamps(spark, rmq, topic_factory):

@@ -36,11 +36,14 @@ SCHEMA = pa.schema(
     ]
 )
 
+SCHEMA_NO_PROPERTIES = pa.schema([f for f in SCHEMA if f.name != "properties"])
+
 DDL = (
     "topic string, brokerName string, queueId int, queueOffset long, msgId string, tags string, "
     "keys array<string>, body binary, properties map<string,string>, bornTimestamp timestamp, "
     "storeTimestamp timestamp, reconsumeTimes int, flag int"
 )
+DDL_NO_PROPERTIES = DDL.replace(" properties map<string,string>,", "")
 
 _HEAD = rec.HEADER  # fields 1..14 + body length, IPv4 hosts
 _I16 = struct.Struct(">h")
@@ -80,10 +83,11 @@ class BatchBuilder:
     The per-record Python work is one header unpack and two slices; properties (tags, keys, msgId, the map)
     are parsed column-wise by Arrow compute kernels in build()."""
 
-    __slots__ = ("bodies", "born", "broker", "fallback_ids", "flags", "odd_ids", "offsets", "props",
-                 "queue_id", "recon", "store", "store_host", "topic")  # fmt: skip
+    __slots__ = ("bodies", "born", "broker", "fallback_ids", "flags", "include_properties", "odd_ids",
+                 "offsets", "props", "queue_id", "recon", "store", "store_host", "topic")  # fmt: skip
 
-    def __init__(self, topic: str, broker: str, queue_id: int) -> None:
+    def __init__(self, topic: str, broker: str, queue_id: int, include_properties: bool = True) -> None:
+        self.include_properties = include_properties
         self.topic = topic
         self.broker = broker
         self.queue_id = queue_id
@@ -177,11 +181,13 @@ class BatchBuilder:
             _extract(props, "TAGS"),
             keys,
             body_arr,
-            _properties_map(props),
+            *((_properties_map(props),) if self.include_properties else ()),
             pc.multiply(pa.array(self.born, pa.int64()), 1000).cast(ts),
             pc.multiply(pa.array(self.store, pa.int64()), 1000).cast(ts),
             pa.array(self.recon, pa.int32()),
             pa.array(self.flags, pa.int32()),
         ]
         self._reset()
-        return pa.RecordBatch.from_arrays(cols, schema=SCHEMA)
+        return pa.RecordBatch.from_arrays(
+            cols, schema=SCHEMA if self.include_properties else SCHEMA_NO_PROPERTIES
+        )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
-from .arrow_decode import DDL
+from .arrow_decode import DDL, DDL_NO_PROPERTIES
 from .options import SourceOptions
 from .sink import RocketMQBatchWriter, RocketMQStreamWriter, SinkError, SinkOptions
 from .source import RocketMQBatchReader, RocketMQStreamReader
@@ -21,7 +21,9 @@ class RocketMQDataSource(DataSource):
         return "rocketmq"
 
     def schema(self) -> str:
-        return DDL
+        # includeProperties=false drops the map column (cheaper bulk reads, like Kafka's includeHeaders)
+        include = str(self.options.get("includeProperties", "true")).strip().lower() != "false"
+        return DDL if include else DDL_NO_PROPERTIES
 
     def reader(self, schema: StructType) -> RocketMQBatchReader:
         return RocketMQBatchReader(SourceOptions.parse(dict(self.options), streaming=False))

@@ -117,6 +117,7 @@ class SourceOptions:
     group: str | None = None
     pull_batch_size: int = 1024
     pull_timeout_ms: int = 10_000
+    include_properties: bool = True
 
     @property
     def pull_group(self) -> str:
@@ -194,6 +195,7 @@ class SourceOptions:
             raise OptionError("startingOffsets=group needs the consumerGroup option")
         o.pull_batch_size = _int(opts, "pullbatchsize", 1024, 1) or 1024
         o.pull_timeout_ms = _int(opts, "pulltimeoutms", 10_000, 1) or 10_000
+        o.include_properties = _bool(opts.get("includeproperties"), True)
         return o
 
 

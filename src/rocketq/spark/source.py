@@ -71,7 +71,7 @@ def read_range(o: SourceOptions, p: RocketMQInputPartition) -> Iterator[Any]:
         return  # Spark plans one placeholder partition when partitions() returned none
     io = get_io(o.namesrv)
     q: Queue = (p.topic, p.broker, p.queue_id)
-    b = BatchBuilder(p.topic, p.broker, p.queue_id)
+    b = BatchBuilder(p.topic, p.broker, p.queue_id, o.include_properties)
     off, end = p.start, p.end
     group, sub, batch = o.pull_group, o.sub_expression, o.pull_batch_size
     timeout_s = o.pull_timeout_ms / 1000.0
