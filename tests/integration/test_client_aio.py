@@ -4,13 +4,12 @@ unregister on shutdown. Real `rocketq standalone` on 127.0.0.1."""
 from __future__ import annotations
 
 import asyncio
-import io
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from tests.helpers.procs import SMALL_STORE_CONF, RocketqProcess, free_port, start_rocketq
+from tests.helpers.procs import RocketqProcess
+from tests.interop.standalone import mqadmin_ok, start_standalone
 
 from rocketq import aio
 from rocketq.client.api import MQClientAPI
@@ -22,51 +21,16 @@ FAST = ClientConfig(rebalance_interval=2.0, persist_consumer_offset_interval=1.0
 
 @pytest.fixture(scope="module")
 def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RocketqProcess, str]]:
-    home: Path = tmp_path_factory.mktemp("aio")
-    broker_port = free_port()
-    conf = home / "broker.conf"
-    conf.write_text("".join(f"{k}={v}\n" for k, v in SMALL_STORE_CONF.items()))
-    proc = start_rocketq(
-        [
-            "standalone",
-            "--home",
-            str(home),
-            "--namesrv-port",
-            "{port}",
-            "--broker-port",
-            str(broker_port),
-            "-c",
-            str(conf),
-        ],
-        boot_line="The broker[",
-        timeout=60.0,
-    )
-    yield proc, f"127.0.0.1:{broker_port}"
-    proc.stop()
+    s = start_standalone(tmp_path_factory.mktemp("aio"))
+    yield s.proc, s.broker
+    s.stop()
 
 
 def create_topic(namesrv: str, queues: int = 4) -> str:
-    from rocketq.admin.main import main
-
     topic = f"A_{uuid.uuid4().hex[:10]}"
-    out = io.StringIO()
-    rc = main(
-        [
-            "updateTopic",
-            "-n",
-            namesrv,
-            "-c",
-            "DefaultCluster",
-            "-t",
-            topic,
-            "-r",
-            str(queues),
-            "-w",
-            str(queues),
-        ],
-        out=out,
+    mqadmin_ok(
+        namesrv, "updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", str(queues), "-w", str(queues)
     )
-    assert rc == 0, out.getvalue()
     return topic
 
 

@@ -6,7 +6,6 @@ broker.conf so retries and delays take a second or two (level 1 = 1s, level 2 = 
 
 from __future__ import annotations
 
-import io
 import os
 import threading
 import time
@@ -16,7 +15,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from tests.helpers.procs import SMALL_STORE_CONF, RocketqProcess, free_port, start_rocketq
+from tests.helpers.procs import RocketqProcess
+from tests.interop.standalone import mqadmin_ok, start_standalone
 
 from rocketq import (
     ConsumeConcurrentlyContext,
@@ -39,7 +39,6 @@ from rocketq import (
 )
 from rocketq.client.instance import ClientConfig
 
-BROKER_BOOT_MARK = "The broker["
 DELAY_LEVELS = "1s 2s " + " ".join(["1s"] * 16)
 FIRST = ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
 # quick rebalance so membership changes settle within the test timeouts
@@ -47,19 +46,14 @@ FAST = ClientConfig(rebalance_interval=2.0, persist_consumer_offset_interval=1.0
 
 
 class Cluster:
-    def __init__(self, proc: RocketqProcess, broker_port: int, home: Path) -> None:
+    def __init__(self, proc: RocketqProcess, broker: str, home: Path) -> None:
         self.proc = proc
         self.namesrv = proc.addr
-        self.broker = f"127.0.0.1:{broker_port}"
+        self.broker = broker
         self.home = home
 
     def admin(self, *args: str) -> str:
-        from rocketq.admin.main import main
-
-        out = io.StringIO()
-        code = main([args[0], "-n", self.namesrv, *args[1:]], out=out)
-        assert code == 0, out.getvalue()
-        return out.getvalue()
+        return mqadmin_ok(self.namesrv, *args)
 
     def topic(self, queues: int = 4, prefix: str = "T") -> str:
         name = f"{prefix}_{uuid.uuid4().hex[:10]}"
@@ -68,9 +62,7 @@ class Cluster:
 
 
 def start_cluster(home: Path, extra: dict[str, str] | None = None) -> Cluster:
-    home.mkdir(parents=True, exist_ok=True)
     conf = {
-        **SMALL_STORE_CONF,
         "messageDelayLevel": DELAY_LEVELS,
         "flushDiskType": "ASYNC_FLUSH",
         "enablePropertyFilter": "true",
@@ -79,25 +71,8 @@ def start_cluster(home: Path, extra: dict[str, str] | None = None) -> Cluster:
         "transactionCheckInterval": "1000",
         **(extra or {}),
     }
-    path = home / "broker.conf"
-    path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
-    broker_port = free_port()
-    proc = start_rocketq(
-        [
-            "standalone",
-            "--home",
-            str(home),
-            "--namesrv-port",
-            "{port}",
-            "--broker-port",
-            str(broker_port),
-            "-c",
-            str(path),
-        ],
-        boot_line=BROKER_BOOT_MARK,
-        timeout=60.0,
-    )
-    return Cluster(proc, broker_port, home)
+    s = start_standalone(home, conf)
+    return Cluster(s.proc, s.broker, home)
 
 
 @pytest.fixture(scope="module")
