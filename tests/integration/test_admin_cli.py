@@ -6,22 +6,16 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from datetime import datetime
 
 import pytest
 from tests.helpers.procs import free_port
-from tests.interop.standalone import Standalone, start_standalone
+from tests.interop.standalone import Standalone, standalone_fixture
 
 from rocketq.admin.fmt import parse_bool, parse_timestamp, table
 from rocketq.admin.records import decode_offset_msg_id, offset_msg_id
 
-
-@pytest.fixture(scope="module")
-def sa(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
-    s = start_standalone(tmp_path_factory.mktemp("admin-cli"))
-    yield s
-    s.stop()
+sa = standalone_fixture("admin-cli")
 
 
 def _mqadmin(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
