@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import TextIO
+from typing import Any, TextIO
 
 from rocketq.protocol import headers as H
 from rocketq.protocol.codes import RequestCode, ResponseCode
@@ -103,14 +103,7 @@ def _group_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-g", "--consumerGroup", dest="group", required=True, help="consumer group")
 
 
-@command("consumerConnection", "Show a consumer group's connections and subscriptions", _group_args)
-async def consumer_connection(admin: AdminClient, a: argparse.Namespace, out: TextIO) -> int:
-    try:
-        conn = await admin.consumer_connection(a.group)
-    except AdminError as exc:
-        if exc.code == ResponseCode.CONSUMER_NOT_ONLINE:
-            raise AdminError(f"consumer group {a.group!r} has no consumer online", exc.code) from None
-        raise
+def _connection_table(out: TextIO, conns: list[dict[str, Any]]) -> None:
     table(
         out,
         ("", "ClientId", "ClientAddr", "Language", "Version"),
@@ -122,9 +115,20 @@ async def consumer_connection(admin: AdminClient, a: argparse.Namespace, out: Te
                 c.get("language", ""),
                 version_desc(c.get("version", "")),
             )
-            for i, c in enumerate(conn["connectionSet"], 1)
+            for i, c in enumerate(conns, 1)
         ),
     )
+
+
+@command("consumerConnection", "Show a consumer group's connections and subscriptions", _group_args)
+async def consumer_connection(admin: AdminClient, a: argparse.Namespace, out: TextIO) -> int:
+    try:
+        conn = await admin.consumer_connection(a.group)
+    except AdminError as exc:
+        if exc.code == ResponseCode.CONSUMER_NOT_ONLINE:
+            raise AdminError(f"consumer group {a.group!r} has no consumer online", exc.code) from None
+        raise
+    _connection_table(out, conn["connectionSet"])
     out.write("\nBelow is subscription:\n")
     subs = conn["subscriptionTable"]
     table(
@@ -284,18 +288,5 @@ def _producer_conn_args(p: argparse.ArgumentParser) -> None:
 @command("producerConnection", "Show a producer group's connections", _producer_conn_args)
 async def producer_connection(admin: AdminClient, a: argparse.Namespace, out: TextIO) -> int:
     conns = await admin.producer_connection(a.group, a.topic)
-    table(
-        out,
-        ("", "ClientId", "ClientAddr", "Language", "Version"),
-        (
-            (
-                f"{i:03d}",
-                c.get("clientId", ""),
-                c.get("clientAddr", ""),
-                c.get("language", ""),
-                version_desc(c.get("version", "")),
-            )
-            for i, c in enumerate(conns, 1)
-        ),
-    )
+    _connection_table(out, conns)
     return 0
