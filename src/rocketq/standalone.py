@@ -4,15 +4,13 @@ a NameServer and one master Broker in one process and one event loop, data under
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
-import signal
 import sys
 
 from rocketq.broker.config import ConfigError, load_config
 from rocketq.broker.controller import BrokerController
-from rocketq.broker.main import boot_line
+from rocketq.broker.main import boot_line, stop_on_signals
 from rocketq.remoting import run
 
 
@@ -56,13 +54,7 @@ async def serve(a: argparse.Namespace, home: str) -> None:
         await namesrv.close()
         raise
     print(boot_line(broker), flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError):
-            pass
+    stop = stop_on_signals()
     try:
         await stop.wait()
     finally:

@@ -62,8 +62,8 @@ def _set_in_file(cfg: BrokerConfig, key: str) -> bool:
     return key in cfg.explicit
 
 
-async def serve(ctl: BrokerController, ready=None) -> None:
-    await ctl.start()
+def stop_on_signals() -> asyncio.Event:
+    """An event set by SIGTERM / SIGINT (where the loop supports signal handlers)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -71,6 +71,12 @@ async def serve(ctl: BrokerController, ready=None) -> None:
             loop.add_signal_handler(sig, stop.set)
         except (NotImplementedError, RuntimeError):
             pass
+    return stop
+
+
+async def serve(ctl: BrokerController, ready=None) -> None:
+    await ctl.start()
+    stop = stop_on_signals()
     print(boot_line(ctl), flush=True)
     if ready is not None:
         ready()
