@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from tests.helpers.procs import RocketqProcess, start_namesrv, start_rocketq
+
+# CI runs every property test on a fixed example sequence, so a red CI is reproducible and a green one
+# is not luck; local runs keep exploring new examples (and save failures in .hypothesis/).
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 @pytest.fixture

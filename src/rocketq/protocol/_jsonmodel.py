@@ -50,21 +50,30 @@ def camel(name: str) -> str:
 
 
 # -- scalar converters (lenient in, strict out) ---------------------------------------------------
+_I64_MIN = -(2**63)
+_I64_MAX = 2**63 - 1
+
+
 def _to_int(v: Any) -> int:
+    # Every integer field is a Java int or long: anything outside int64 is junk (and unencodable).
     if type(v) is int:
-        return v
+        if _I64_MIN <= v <= _I64_MAX:
+            return v
+        raise ProtocolError(f"integer {v} outside the int64 range")
     if isinstance(v, bool):
         return int(v)
     if isinstance(v, str):
         try:
-            return int(v.strip())
+            n = int(v.strip())
         except ValueError:
             raise ProtocolError(f"expected an integer, got {v[:40]!r}") from None
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    if isinstance(v, int):
-        return int(v)
-    raise ProtocolError(f"expected an integer, got {type(v).__name__}")
+    elif isinstance(v, int) or (isinstance(v, float) and v.is_integer()):
+        n = int(v)
+    else:
+        raise ProtocolError(f"expected an integer, got {type(v).__name__}")
+    if not _I64_MIN <= n <= _I64_MAX:
+        raise ProtocolError(f"integer {n} outside the int64 range")
+    return n
 
 
 def _to_float(v: Any) -> float:
