@@ -274,7 +274,11 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
         tasks = list(self._pull_tasks.values()) + list(self._orderly_tasks.values()) + list(self._bg_tasks)
         for t in tasks:
             t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        if tasks:
+            # bounded: a task that ignores its cancel must not hang the caller's shutdown
+            _, stuck = await asyncio.wait(tasks, timeout=10.0)
+            if stuck:
+                log.error("%s: %d task(s) did not stop on shutdown: %s", self.group, len(stuck), stuck)
         # let in-flight consumption finish briefly so its offsets get committed
         pending = [t for t in self._tasks if not t.done()]
         if pending:

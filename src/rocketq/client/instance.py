@@ -456,8 +456,11 @@ class MQClientInstance:
 
     async def _rebalance_loop(self) -> None:
         while True:
+            # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancel that lands as the event
+            # fires (gh-86296), and this loop would then outlive shutdown's cancel + gather.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._rebalance_wakeup.wait(), self.config.rebalance_interval)
+                async with asyncio.timeout(self.config.rebalance_interval):
+                    await self._rebalance_wakeup.wait()
             self._rebalance_wakeup.clear()
             await self.do_rebalance()
 

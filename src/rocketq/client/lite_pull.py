@@ -191,7 +191,8 @@ class LitePullConsumer(PushConsumer):
                 if remaining <= 0:
                     mq, pq, msgs = self._buffer.get_nowait()
                 else:
-                    mq, pq, msgs = await asyncio.wait_for(self._buffer.get(), remaining)
+                    async with asyncio.timeout(remaining):  # not wait_for: it can swallow a cancel on 3.11
+                        mq, pq, msgs = await self._buffer.get()
             except (TimeoutError, asyncio.QueueEmpty):
                 return []
             if pq.dropped or self._pqs.get(mq) is not pq or mq in self._paused_mqs:

@@ -155,7 +155,8 @@ class TraceDispatcher:
                 if left <= 0:
                     break
                 try:
-                    item = await asyncio.wait_for(self._queue.get(), left)
+                    async with asyncio.timeout(left):  # not wait_for: it can swallow a cancel on 3.11
+                        item = await self._queue.get()
                 except TimeoutError:
                     break
             for i in range(0, len(batch), MAX_BATCH):
