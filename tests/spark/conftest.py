@@ -54,6 +54,8 @@ def rmq(tmp_path_factory) -> Iterator[Standalone]:
         "mapedFileSizeCommitLog": str(32 * 1024 * 1024),
         "mapedFileSizeConsumeQueue": str(20 * 20_000),
         "diskMaxUsedSpaceRatio": "99",  # a busy shared disk must not trigger early retention here
+        "diskSpaceCleanForciblyRatio": "99",
+        "diskSpaceWarningLevelRatio": "99",
     }
     sa = start_standalone(home, conf)
     yield sa

@@ -127,6 +127,7 @@ class CleanService:
 
     # ---------------------------------------------------------------- thread
     def start(self) -> None:
+        self.check_disk()  # a store opened on an already-full disk refuses writes from its first put
         self._thread = threading.Thread(target=self._run, name="CleanService", daemon=True)
         self._thread.start()
 

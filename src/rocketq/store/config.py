@@ -33,6 +33,9 @@ class StoreConfig:
     file_reserved_time: int = 72  # hours
     delete_when: str = "04"
     disk_max_used_space_ratio: int = 75
+    disk_space_warning_level_ratio: int = 90  # % used: above it the store refuses writes
+    disk_space_clean_forcibly_ratio: int = 85  # % used: above it unexpired CommitLog files are deleted too
+    clean_file_forcibly_enable: bool = True
     max_hash_slot_num: int = 5_000_000
     max_index_num: int = 20_000_000
     message_index_enable: bool = True
