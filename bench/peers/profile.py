@@ -71,7 +71,7 @@ def fold(path: str, top: int = 15) -> dict[str, Any]:
                 continue
             n = int(n_s)
             frames = stack.split(";")
-            if frames[-1].startswith(IDLE_LEAVES):
+            if len(frames) < 2 or frames[-1].startswith(IDLE_LEAVES):  # no Python frame, or waiting
                 continue
             total += n
             threads[frames[0].split(": ", 1)[-1]] += n
