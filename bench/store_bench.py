@@ -42,37 +42,9 @@ T0 = time.perf_counter()
 
 
 # ---------------------------------------------------------------- physical limits
-def dd_write_mb_s(path: str, mib: int) -> float:
-    r = subprocess.run(
-        ["dd", "if=/dev/zero", f"of={path}", "bs=1M", f"count={mib}", "conv=fdatasync"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    os.remove(path)
-    # "536870912 bytes (537 MB, 512 MiB) copied, 1.5 s, 358 MB/s"
-    m = re.search(r"(\d+) bytes .* copied, ([\d.]+) s", r.stderr)
-    assert m, r.stderr
-    return int(m.group(1)) / float(m.group(2)) / 1e6
-
-
-def fsync_loop_per_s(path: str, size: int, seconds: float) -> float:
-    buf = os.urandom(size)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    n = 0
-    t0 = time.perf_counter()
-    end = t0 + seconds
-    try:
-        while True:
-            os.write(fd, buf)
-            os.fdatasync(fd)
-            n += 1
-            if n % 16 == 0 and time.perf_counter() >= end:
-                break
-    finally:
-        os.close(fd)
-        os.remove(path)
-    return n / (time.perf_counter() - t0)
+# dd and the append+fdatasync loop are the peer benchmark's own definitions, so both tables measure one limit.
+sys.path.insert(0, ROOT)
+from bench.peers.limits import dd_write, fsync_loop  # noqa: E402
 
 
 def memcpy_loop_per_s(size: int, seconds: float) -> float:
@@ -397,9 +369,9 @@ def main() -> None:
         )
         emit()
         for _rep in range(reps):  # A B C A B C: drift and neighbours' load spread over every cell
-            dd.append(dd_write_mb_s(os.path.join(base, "dd.bin"), 256 if args.quick else 1024))
+            dd.append(dd_write(base, 256 if args.quick else 1024)["mb_s"])
             for size in SIZES:
-                fs[size].append(fsync_loop_per_s(os.path.join(base, "fs.bin"), size, 1.0))
+                fs[size].append(fsync_loop(base, size, 1.0))
                 mc[size].append(memcpy_loop_per_s(size, 0.3))
             for cell in cells:
                 app[cell].append(append_run(os.path.join(base, "a"), *cell, secs))
