@@ -190,7 +190,10 @@ class Worker:
             await asyncio.wait_for(self.done.wait(), float(c.get("timeout_s", 60)))
         except TimeoutError:
             pass
-        await self.client.unsubscribe()
+        try:  # a client whose unsubscribe hangs must not hang the harness
+            await asyncio.wait_for(self.client.unsubscribe(), 15)
+        except Exception as exc:
+            print(f"unsubscribe: {exc!r}", file=sys.stderr, flush=True)
         stored = None
         if self.count < self.expect:  # short: does the broker hold them (consumer problem) or not (lost)?
             try:

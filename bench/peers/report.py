@@ -190,7 +190,13 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
     failed = [r for r in results["runs"] if "error" in r]
     for r in failed:
         L.append(f"- **{r['system']} tier {r['tier']} rep {r['rep']} failed**: {r['error'][:300]}")
-    if results.get("skipped") or failed:
+    retried = [r for r in results["runs"] if "retried_after" in r]
+    for r in retried:
+        L.append(
+            f"- {r['system']} tier {r['tier']} rep {r['rep']} was run a second time (a peer's run is retried "
+            f"once; rocketq's never): the first attempt failed with {r['retried_after'][:200]}"
+        )
+    if results.get("skipped") or failed or retried:
         L.append("")
 
     # -- machine limits --------------------------------------------------------------------------------

@@ -54,6 +54,8 @@ class NatsClient(Client):
         )
         self.js = self.nc.jetstream(timeout=15.0)
         self._task: asyncio.Task[None] | None = None
+        self._psub: Any = None
+        self.fetch_errors = 0
 
     async def prepare(self, topic: str) -> None:
         from nats.js.api import StorageType
@@ -81,18 +83,28 @@ class NatsClient(Client):
                     msgs = await psub.fetch(256, timeout=1.0)
                 except (TimeoutError, NatsTimeout):
                     continue
+                except Exception as exc:  # a transient JetStream error must not end the consumer
+                    self.fetch_errors += 1
+                    print(f"nats fetch: {exc!r}", file=sys.stderr, flush=True)
+                    await asyncio.sleep(0.05)
+                    continue
                 if msgs:
                     on_bodies([m.data for m in msgs])
                     await msgs[-1].ack()
 
+        self._psub = psub
         self._task = asyncio.get_running_loop().create_task(loop())
 
     async def unsubscribe(self) -> None:
+        # bounded: a cancelled fetch inside nats-py has been seen not to finish; never wait on it forever
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(BaseException):
-                await self._task
+            await asyncio.wait({self._task}, timeout=5)
             self._task = None
+        if self._psub is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._psub.unsubscribe(), 5)
+            self._psub = None
 
     async def close(self) -> None:
         await self.unsubscribe()
