@@ -49,29 +49,31 @@ class ConsumeQueue:
     def load(self) -> bool:
         return self.mfq.load()
 
-    def recover(self, max_phys: int = 1 << 62, max_unit_size: int = 1 << 30) -> None:
-        """Find the end of valid units scanning from the third-last file. A unit is valid if its CommitLog
-        offset is past the previous unit's record, its size is sane (or a filler) and it points below the
-        CommitLog's end max_phys; the first invalid unit ends the queue (torn tails hold garbage)."""
+    def recover(self, max_phys: int = 1 << 62, max_unit_size: int = 1 << 30, all_files: bool = False) -> None:
+        """Find the end of valid units. A unit is valid if its CommitLog offset is past the previous unit's
+        record, its size is sane (or a filler) and it points below the CommitLog's end max_phys; the first
+        invalid unit ends the queue (torn tails hold garbage). A clean restart scans from the third-last file
+        (everything was flushed on shutdown); after a crash (all_files) every file is scanned: CQ files are
+        flushed lazily, so after a power cut any file past the last flush may be torn, an older one included,
+        while newer ones reached the disk (write-back order is arbitrary)."""
         files = self.mfq.files
         if not files:
             return
-        idx = max(0, len(files) - 3)
+        idx = 0 if all_files else max(0, len(files) - 3)
         end = files[idx].file_from_offset
         max_phys_end = -1
         prev_end = 0
+        unit = CQ_STORE_UNIT_SIZE
         for mf in files[idx:]:
             pos = 0
-            view = mf.view
-            while pos + CQ_STORE_UNIT_SIZE <= self.file_size:
-                off, size, _ = CQ_UNIT.unpack_from(view, pos)
+            for off, size, _ in CQ_UNIT.iter_unpack(mf.view[: self.file_size]):
                 if off < 0 or size <= 0:
                     break
                 if size != BLANK_UNIT_SIZE:
                     if size > max_unit_size or off < prev_end or off + size > max_phys:
                         break
                     max_phys_end = prev_end = off + size
-                pos += CQ_STORE_UNIT_SIZE
+                pos += unit
             end = mf.file_from_offset + pos
             if pos < self.file_size:
                 break
@@ -92,7 +94,8 @@ class ConsumeQueue:
                 last.zero_range(last.wrote_position, stop)
 
     def truncate_dirty_logic_files(self, phy_offset: int) -> None:
-        """Drop units whose record ends past phy_offset (the CommitLog was cut there)."""
+        """Drop units whose record ends past phy_offset (the CommitLog was cut there), and invalid units
+        (offset < 0 or size <= 0: zeros a power cut left) at the end."""
         while True:
             last = self.mfq.last()
             if last is None:
@@ -103,7 +106,7 @@ class ConsumeQueue:
             new_wrote = 0
             while pos >= 0:
                 off, size, _ = CQ_UNIT.unpack_from(view, pos)
-                if size == BLANK_UNIT_SIZE or off + size <= phy_offset:
+                if size == BLANK_UNIT_SIZE or (off >= 0 and size > 0 and off + size <= phy_offset):
                     found_keep = True
                     new_wrote = pos + CQ_STORE_UNIT_SIZE
                     break

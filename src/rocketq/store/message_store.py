@@ -131,7 +131,7 @@ class MessageStore:
         cl_files = self.commit_log.mfq.files
         cl_end_bound = cl_files[-1].file_end_offset if cl_files else 0
         for cq in self.consume_queue_table.values():
-            cq.recover(cl_end_bound, cfg.max_message_size + 1024)
+            cq.recover(cl_end_bound, cfg.max_message_size + 1024, all_files=self._recover_create)
             self._drop_unmatched_tail(cq)
         end = recover_commit_log(
             self.commit_log,
@@ -322,8 +322,14 @@ class MessageStore:
         if cq is None and not self._recover_create:
             return True  # clean shutdown: a missing queue was deleted on purpose (delete_topics)
         if cq is not None and cq.get_max_offset_in_queue():
-            first = cq.get_unit(cq.get_min_offset_in_queue())
-            if first is not None and first[1] != BLANK_UNIT_SIZE and phys < first[0]:
+            lo = cq.get_min_offset_in_queue()
+            first = cq.get_unit(lo)
+            if (
+                first is not None
+                and first[1] != BLANK_UNIT_SIZE
+                and phys < first[0]
+                and self._unit_matches(first, req.queue_id, lo)  # a torn first unit proves nothing
+            ):
                 return True  # older than the queue: a previous incarnation of the topic
         expect = self._recover_expect.get(key)
         if expect is not None and qoff != expect and qoff != 0:
