@@ -180,9 +180,12 @@ class ConsumeQueue:
                 return True  # already there
             try:
                 self._fill_blank_to(expected)
+                mf = self._tail
+                if mf is not None and mf.wrote_position >= self.file_size:
+                    # the filler ended exactly at a file boundary: the unit goes into the next file
+                    mf = self._tail = self.mfq.get_last_mapped_file(expected)
             except OSError:
                 return False
-            mf = self._tail
             if mf is None or mf.file_from_offset + mf.wrote_position != expected:
                 return False
         CQ_UNIT.pack_into(mf.mm, mf.wrote_position, phys_offset, size, tags_code)

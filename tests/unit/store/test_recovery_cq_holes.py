@@ -92,3 +92,20 @@ def test_garbage_first_unit_of_older_cq_file_is_rebuilt(tmp_path):
     with open(_cq_file(img, 0), "r+b") as f:  # garbage sector at the start of file 0, rest never written
         f.write(struct.pack(">qiq", 3396603399465119078, 1358954496, 0) + bytes(CQ_BYTES - 20))
     _check(img)
+
+
+def test_filler_up_to_a_file_boundary_puts_the_unit_into_the_next_file(tmp_path):
+    """Re-dispatch may jump over missing units; a jump ending exactly at a CQ file boundary used to write the
+    unit past the end of the full file (struct.error out of put, so out of recovery)."""
+    from rocketq.store.consume_queue import BLANK_UNIT_SIZE, ConsumeQueue
+
+    cq = ConsumeQueue("T", 0, str(tmp_path), 20 * 4)
+    try:
+        assert cq.put(0, 100, 0, 0)
+        assert cq.put(1000, 100, 7, 4)  # units 1-3 become fillers, unit 4 opens file 1
+        assert cq.get_max_offset_in_queue() == 5
+        assert [cq.get_unit(i)[1] for i in range(1, 4)] == [BLANK_UNIT_SIZE] * 3
+        assert cq.get_unit(4) == (1000, 100, 7)
+        assert cq.put(1100, 100, 7, 5) and cq.get_unit(5) == (1100, 100, 7)
+    finally:
+        cq.shutdown()
