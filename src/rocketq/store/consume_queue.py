@@ -257,20 +257,49 @@ class ConsumeQueue:
         return lo
 
     def correct_min_offset(self, phy_min_offset: int) -> None:
-        """After CommitLog retention: the first unit still pointing into the CommitLog becomes the minimum."""
-        lo = self.min_logic_offset // CQ_STORE_UNIT_SIZE
+        """After CommitLog retention: the first unit still pointing into the CommitLog becomes the minimum.
+        A filler unit is judged by the nearest real unit before it (none: a leading filler, skipped), so the
+        minimum never jumps over real units when fillers sit in the middle (a hole padded on recovery)."""
+        floor = lo = self.min_logic_offset // CQ_STORE_UNIT_SIZE
         hi = self.get_max_offset_in_queue()
         while lo < hi:
             mid = (lo + hi) // 2
             unit = self.get_unit(mid)
             if unit is None:
                 break
-            if unit[1] == BLANK_UNIT_SIZE or unit[0] < phy_min_offset:
+            if unit[1] == BLANK_UNIT_SIZE:
+                j = self._prev_real_unit(mid, floor)
+                unit = self.get_unit(j) if j is not None else None
+            if unit is None or unit[0] < phy_min_offset:
                 lo = mid + 1
             else:
                 hi = mid
         if lo * CQ_STORE_UNIT_SIZE > self.min_logic_offset:
             self.min_logic_offset = lo * CQ_STORE_UNIT_SIZE
+
+    def _prev_real_unit(self, index: int, floor: int) -> int | None:
+        """Index of the nearest non-filler unit in [floor, index], or None. Fillers are found with C-speed
+        strided slices of the size field (0x7fffffff), not unit by unit."""
+        while index >= floor:
+            mf = self.mfq.find_mapped_file_by_offset(index * CQ_STORE_UNIT_SIZE)
+            if mf is None:
+                return None
+            base = mf.file_from_offset // CQ_STORE_UNIT_SIZE
+            start = max(floor, base)
+            data = bytes(
+                mf.view[(start - base) * CQ_STORE_UNIT_SIZE : (index - base + 1) * CQ_STORE_UNIT_SIZE]
+            )
+            n = len(data) // CQ_STORE_UNIT_SIZE
+            blanks = min(
+                n - len(data[8::CQ_STORE_UNIT_SIZE].rstrip(b"\x7f")),
+                n - len(data[9::CQ_STORE_UNIT_SIZE].rstrip(b"\xff")),
+                n - len(data[10::CQ_STORE_UNIT_SIZE].rstrip(b"\xff")),
+                n - len(data[11::CQ_STORE_UNIT_SIZE].rstrip(b"\xff")),
+            )
+            if blanks < n:
+                return index - blanks
+            index = start - 1
+        return None
 
     def delete_expired_file(self, phy_min_offset: int) -> int:
         """Delete leading files whose last unit points below phy_min_offset; returns how many."""

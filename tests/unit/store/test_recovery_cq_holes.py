@@ -22,10 +22,11 @@ from rocketq.store import GetMessageStatus
 UNITS = 16  # units per CQ file: 80 messages make 5 files
 CQ_BYTES = 20 * UNITS
 N = 80
+NO_DISK_GUARD = dict(disk_space_warning_level_ratio=101)  # the shared disk's fill level is not tested here
 
 
 def _live_store(tmp_path):
-    s = open_store(tmp_path / "live", mapped_file_size_consume_queue=CQ_BYTES)
+    s = open_store(tmp_path / "live", mapped_file_size_consume_queue=CQ_BYTES, **NO_DISK_GUARD)
     s.records = []  # (phys, size) per queue offset
     for i in range(N):
         r = s.put_message(msg(queue_id=0, body=b"m%03d" % i + bytes(200)))
@@ -61,7 +62,7 @@ def _read_all(s):
 
 def _check(root, n=N):
     for i in range(2):  # and recovering again gives the same answer
-        s = open_store(root, mapped_file_size_consume_queue=CQ_BYTES)
+        s = open_store(root, mapped_file_size_consume_queue=CQ_BYTES, **NO_DISK_GUARD)
         try:
             assert s.recovered_abnormally == (i == 0)
             got = _read_all(s)
@@ -107,5 +108,35 @@ def test_filler_up_to_a_file_boundary_puts_the_unit_into_the_next_file(tmp_path)
         assert [cq.get_unit(i)[1] for i in range(1, 4)] == [BLANK_UNIT_SIZE] * 3
         assert cq.get_unit(4) == (1000, 100, 7)
         assert cq.put(1100, 100, 7, 5) and cq.get_unit(5) == (1100, 100, 7)
+    finally:
+        cq.shutdown()
+
+
+def test_min_offset_does_not_jump_over_real_units_before_fillers(tmp_path):
+    """correct_min_offset (every start, and retention) binary-searched with fillers counted as 'too old', so
+    fillers in the middle of a queue (a hole padded on recovery) moved the minimum past real units."""
+    from rocketq.store.consume_queue import ConsumeQueue
+
+    cq = ConsumeQueue("T", 0, str(tmp_path / "a"), 20 * 8)
+    try:
+        phys = 0
+        for q in [*range(5), *range(10, 30)]:  # offsets 5-9 become fillers; 4 files
+            assert cq.put(phys, 100, 0, q)
+            phys += 100
+        cq.correct_min_offset(0)
+        assert cq.get_min_offset_in_queue() == 0
+        cq.correct_min_offset(300)  # retention: records below 300 are gone (offsets 0-2)
+        assert cq.get_min_offset_in_queue() == 3
+        cq.correct_min_offset(500)  # offsets 0-4 and the fillers: the minimum is the next real unit
+        assert cq.get_min_offset_in_queue() == 10
+    finally:
+        cq.shutdown()
+    cq = ConsumeQueue("T", 0, str(tmp_path / "b"), 20 * 8)
+    try:  # a queue that starts at 20 (fillers 16-19 lead its first file) still skips them
+        for i, q in enumerate(range(20, 30)):
+            assert cq.put(1000 + 100 * i, 100, 0, q)
+        cq.min_logic_offset = 16 * 20
+        cq.correct_min_offset(0)
+        assert cq.get_min_offset_in_queue() == 20
     finally:
         cq.shutdown()
