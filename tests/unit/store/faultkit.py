@@ -29,6 +29,9 @@ def store_config(root: str, mode: str, **extra):
         flush_interval_commitlog=50,
         max_hash_slot_num=512,
         max_index_num=2048,
+        # the disk is shared with other machines' work: its fill level must not make puts fail here
+        disk_space_warning_level_ratio=100,
+        disk_space_clean_forcibly_ratio=100,
     )
     cfg.update(extra)
     return StoreConfig(**cfg)

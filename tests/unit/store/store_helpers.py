@@ -16,6 +16,9 @@ def config(root, **kw) -> StoreConfig:
         flush_disk_type=FlushDiskType.ASYNC_FLUSH,
         max_hash_slot_num=1024,
         max_index_num=4096,
+        # the disk is shared with other machines' work: its fill level must not make puts fail here
+        disk_space_warning_level_ratio=100,
+        disk_space_clean_forcibly_ratio=100,
     )
     base.update(kw)
     return StoreConfig(**base)

@@ -23,7 +23,8 @@ CHILD = textwrap.dedent(
     root = sys.argv[1]
     store = faultkit.open_store(root, "ASYNC", mapped_file_size_commitlog=1 << 20,
                                 mapped_file_size_consume_queue=20 * 4096, max_hash_slot_num=64,
-                                max_index_num=256)
+                                max_index_num=256, disk_space_warning_level_ratio=90,
+                                disk_space_clean_forcibly_ratio=85)  # RocketMQ's guard levels, on a tmpfs
     rng = random.Random(3)
     acked = {{}}
     n = 0
@@ -70,7 +71,8 @@ CHILD = textwrap.dedent(
             store.shutdown()
             store = faultkit.open_store(root, "ASYNC", mapped_file_size_commitlog=1 << 20,
                                         mapped_file_size_consume_queue=20 * 4096, max_hash_slot_num=64,
-                                        max_index_num=256)
+                                        max_index_num=256, disk_space_warning_level_ratio=90,
+                                        disk_space_clean_forcibly_ratio=85)
             out = {{"acked": check()}}
         else:
             break
