@@ -22,6 +22,7 @@ from .message import (
     MessageExt,
     MessageModel,
     MessageQueue,
+    put_properties_lazily,
     retry_topic,
 )
 from .process_queue import ProcessQueue
@@ -87,10 +88,11 @@ class ConcurrentConsumeMixin:
         rt_name = retry_topic(self.group)
         now = str(int(time.time() * 1000))
         for m in msgs:
-            origin = m.properties.get(PROPERTY_RETRY_TOPIC)
-            if origin and m.topic == rt_name:
-                m.topic = origin
-            m.properties[PROPERTY_CONSUME_START_TIME] = now
+            if m.topic == rt_name:  # topic first: reading properties would parse them
+                origin = m.properties.get(PROPERTY_RETRY_TOPIC)
+                if origin:
+                    m.topic = origin
+        put_properties_lazily(msgs, {PROPERTY_CONSUME_START_TIME: now})
 
     async def _call_listener(self, msgs: list[MessageExt], context: Any = None) -> Any:
         trace = self._trace
