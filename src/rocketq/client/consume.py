@@ -22,6 +22,7 @@ from .message import (
     MessageExt,
     MessageModel,
     MessageQueue,
+    put_properties_lazily,
     retry_topic,
 )
 from .process_queue import ProcessQueue
@@ -58,8 +59,11 @@ def wants_context(listener: Any) -> bool:
     return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
 
 
+_SUCCESSES = (ConsumeResult.SUCCESS, ConsumeOrderlyResult.SUCCESS, "CONSUME_SUCCESS", "SUCCESS")
+
+
 def is_success(result: Any) -> bool:
-    return result in (ConsumeResult.SUCCESS, ConsumeOrderlyResult.SUCCESS, "CONSUME_SUCCESS", "SUCCESS")
+    return result is ConsumeResult.SUCCESS or result in _SUCCESSES
 
 
 class ConcurrentConsumeMixin:
@@ -76,21 +80,53 @@ class ConcurrentConsumeMixin:
             ev.set()
             return
         bs = self.consume_message_batch_max_size
+        reqs = self._consume_requests
         if bs == 1:
-            for m in msgs:
-                self._spawn(self._consume_concurrently([m], pq, mq))
+            reqs.extend(([m], pq, mq) for m in msgs)
         else:
-            for i in range(0, len(msgs), bs):
-                self._spawn(self._consume_concurrently(msgs[i : i + bs], pq, mq))
+            reqs.extend((msgs[i : i + bs], pq, mq) for i in range(0, len(msgs), bs))
+        self._add_consume_worker()
+
+    # ConsumeRequests go to a deque served by at most consume_thread_max worker tasks (RocketMQ's consume
+    # thread pool) instead of one Task + semaphore wait per request: a listener that returns without
+    # suspending lets one worker serve a whole pull, while a worker that suspends first starts a helper,
+    # so slow listeners still run up to consume_thread_max at a time.
+    def _add_consume_worker(self) -> None:
+        if self._consume_requests and not self._helper_pending and self._n_workers < self.consume_thread_max:
+            self._helper_pending = True
+            self._n_workers += 1
+            self._spawn(self._consume_worker())
+
+    async def _consume_worker(self) -> None:
+        self._helper_pending = False
+        reqs = self._consume_requests
+        served = 0
+        try:
+            while reqs and self._running:
+                msgs, pq, mq = reqs.popleft()
+                if reqs:
+                    self._add_consume_worker()
+                served += 1
+                if served % 256 == 0:  # a listener that never suspends must not starve the pull loops
+                    await asyncio.sleep(0)
+                try:
+                    await self._consume_concurrently(msgs, pq, mq)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("consume request of %s failed", mq)
+        finally:
+            self._n_workers -= 1
 
     def _reset_retry_topic(self, msgs: list[MessageExt]) -> None:
         rt_name = retry_topic(self.group)
         now = str(int(time.time() * 1000))
         for m in msgs:
-            origin = m.properties.get(PROPERTY_RETRY_TOPIC)
-            if origin and m.topic == rt_name:
-                m.topic = origin
-            m.properties[PROPERTY_CONSUME_START_TIME] = now
+            if m.topic == rt_name:  # topic first: reading properties would parse them
+                origin = m.properties.get(PROPERTY_RETRY_TOPIC)
+                if origin:
+                    m.topic = origin
+        put_properties_lazily(msgs, {PROPERTY_CONSUME_START_TIME: now})
 
     async def _call_listener(self, msgs: list[MessageExt], context: Any = None) -> Any:
         trace = self._trace
@@ -119,21 +155,17 @@ class ConcurrentConsumeMixin:
         return result
 
     async def _consume_concurrently(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
-        if pq.dropped:
+        if pq.dropped or not self._running:  # shutting down: leave it unconsumed (not committed)
             return
-        assert self._sem is not None
-        async with self._sem:
-            if pq.dropped or not self._running:  # shutting down: leave it unconsumed (not committed)
-                return
-            self._reset_retry_topic(msgs)  # also stamps CONSUME_START_TIME (consume timeout)
-            ctx = ConsumeConcurrentlyContext(mq)
-            try:
-                result = await self._call_listener(msgs, ctx)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.warning("consume of %d message(s) from %s threw: %r", len(msgs), mq, exc)
-                result = ConsumeResult.RECONSUME_LATER
+        self._reset_retry_topic(msgs)  # also stamps CONSUME_START_TIME (consume timeout)
+        ctx = ConsumeConcurrentlyContext(mq)
+        try:
+            result = await self._call_listener(msgs, ctx)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("consume of %d message(s) from %s threw: %r", len(msgs), mq, exc)
+            result = ConsumeResult.RECONSUME_LATER
         if pq.dropped:
             return
         ack_index = min(ctx.ack_index, len(msgs) - 1) if is_success(result) else -1
@@ -156,8 +188,8 @@ class ConcurrentConsumeMixin:
 
     async def _consume_later(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         await asyncio.sleep(RECONSUME_LOCAL_DELAY_S)
-        for m in msgs:
-            self._spawn(self._consume_concurrently([m], pq, mq))
+        self._consume_requests.extend(([m], pq, mq) for m in msgs)
+        self._add_consume_worker()
 
     async def _clean_expired_loop(self) -> None:
         """cleanExpiredMsg: a message stuck in the listener longer than consume_timeout minutes is sent

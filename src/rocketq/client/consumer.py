@@ -4,6 +4,7 @@ flow control, concurrent or orderly consumption, retry via send-back, offset com
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import inspect
@@ -142,7 +143,12 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
         self._instance: MQClientInstance | None = None
         self.offset_store: OffsetStore | None = None
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
-        self._sem: asyncio.Semaphore | None = None
+        # concurrent consumption: pending (msgs, process queue, queue) and the workers serving them
+        self._consume_requests: collections.deque[tuple[list[MessageExt], ProcessQueue, MessageQueue]] = (
+            collections.deque()
+        )
+        self._n_workers = 0
+        self._helper_pending = False
         self._running = False
         self._paused = False
         self._rebalance_lock = asyncio.Lock()
@@ -192,7 +198,9 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
             self._executor = concurrent.futures.ThreadPoolExecutor(
                 self.consume_thread_max, thread_name_prefix=f"ConsumeMessageThread_{self.group}"
             )
-        self._sem = asyncio.Semaphore(self.consume_thread_max)
+        self._consume_requests.clear()
+        self._n_workers = 0  # workers cancelled before their first step never ran their finally
+        self._helper_pending = False
         self._running = True
         inst.register_consumer(self.group, self)
         await inst.start()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import enum
 import logging
+import socket
+import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -149,10 +151,18 @@ class Message:
         )
 
 
+# Fields of a received MessageExt that derive from its property string. codec.decode_records leaves them
+# unset and MessageExt.__getattr__ fills them on first access: parsing every message's properties and
+# formatting its offsetMsgId was ~half of a draining consumer's CPU; most listeners read only the body.
+_PROPS_DERIVED = frozenset(("properties", "tags", "keys", "delay_level", "msg_id"))
+
+
 class MessageExt(Message):
     """A stored message as received from the broker (pull, view, query)."""
 
     __slots__ = (
+        "_pextra",
+        "_praw",
         "body_crc",
         "born_host",
         "born_timestamp",
@@ -179,6 +189,8 @@ class MessageExt(Message):
         self.keys = [k for k in keys.split(KEY_SEPARATOR) if k] if keys else []
         delay = props.get(PROPERTY_DELAY)
         self.delay_level = int(delay) if delay and delay.isdigit() else 0
+        self._praw: bytes | None = None  # unparsed property string (lazy messages only)
+        self._pextra: dict[str, str] | None = None  # properties to add when _praw is parsed
         self.msg_id = ""
         self.offset_msg_id = ""
         self.queue_id = 0
@@ -195,6 +207,42 @@ class MessageExt(Message):
         self.body_crc = 0
         self.prepared_transaction_offset = 0
 
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for a slot that is unset: the lazy fields of a decoded message. Once computed they
+        # are stored in their slots, so later reads (and writes) are plain slot accesses.
+        if name in _PROPS_DERIVED:
+            self._parse_properties()
+            return object.__getattribute__(self, name)
+        if name == "offset_msg_id":
+            value = _offset_msg_id(self.store_host, self.commit_log_offset)
+            self.offset_msg_id = value
+            return value
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _parse_properties(self) -> None:
+        raw = self._praw
+        props = _props.string_to_properties(str(raw, "utf-8", "replace")) if raw else {}
+        if self._pextra:
+            props.update(self._pextra)
+        self._praw = self._pextra = None
+        delay = props.get(PROPERTY_DELAY)
+        keys = props.get(PROPERTY_KEYS)
+        derived = (
+            ("properties", props),
+            ("tags", props.get(PROPERTY_TAGS)),
+            ("keys", [k for k in keys.split(KEY_SEPARATOR) if k] if keys else []),
+            ("delay_level", int(delay) if delay and delay.isdigit() else 0),
+            ("msg_id", None),
+        )
+        for name, value in derived:
+            slot = _SLOTS[name]
+            try:
+                slot.__get__(self)  # assigned by the user before the first read: keep theirs
+            except AttributeError:
+                if name == "msg_id":
+                    value = props.get(PROPERTY_UNIQ_KEY) or self.offset_msg_id
+                slot.__set__(self, value)
+
     @property
     def queue(self) -> MessageQueue:
         return MessageQueue(self.topic, self.broker_name, self.queue_id)
@@ -205,6 +253,33 @@ class MessageExt(Message):
             f"queue_offset={self.queue_offset}, tags={self.tags!r}, reconsume_times={self.reconsume_times}, "
             f"body={len(self.body)}B)"
         )
+
+
+_SLOTS: dict[str, Any] = {
+    name: (MessageExt.__dict__.get(name) or Message.__dict__[name]) for name in _PROPS_DERIVED
+}
+
+
+def _offset_msg_id(store_host: str, commit_log_offset: int) -> str:
+    """offsetMsgId from a received message's "ip:port" / "[ipv6]:port" store host."""
+    host, _, port = store_host.rpartition(":")
+    ip = socket.inet_pton(socket.AF_INET6, host[1:-1]) if host.startswith("[") else socket.inet_aton(host)
+    return (ip + struct.pack(">iq", int(port), commit_log_offset)).hex().upper()
+
+
+def put_properties_lazily(msgs: Iterable[MessageExt], extra: Mapping[str, str]) -> None:
+    """Add ``extra`` to the properties of received messages without parsing those not yet parsed (the
+    pending dicts are shared: messages of one pull share one)."""
+    shared: dict[int, dict[str, str]] = {}
+    for m in msgs:
+        if m._praw is None:
+            m.properties.update(extra)
+            continue
+        pending = m._pextra
+        merged = shared.get(id(pending))
+        if merged is None:
+            merged = shared[id(pending)] = {**pending, **extra} if pending else dict(extra)
+        m._pextra = merged
 
 
 @dataclass(slots=True)

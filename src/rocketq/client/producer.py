@@ -125,6 +125,7 @@ class Producer:
         self._inner = _instance is not None
         self._publish: dict[str, TopicPublishInfo] = {}
         self._fault = LatencyFaultTolerance()
+        self._header_cache: dict[tuple[str, int, bool, str, str, int], dict[str, str]] = {}
         self._started = False
         self._pending: set[asyncio.Task[Any]] = set()
         self.enable_msg_trace = enable_msg_trace
@@ -236,21 +237,33 @@ class Producer:
     def _header(
         self, topic: str, queue_id: int, sys_flag: int, flag: int, props: dict[str, str], batch: bool
     ) -> dict[str, str]:
-        reconsume = "0"
-        ext = {
-            "a": self.group,
-            "b": topic,
-            "c": self.create_topic_key,
-            "d": str(self.default_topic_queue_nums),
-            "e": str(queue_id),
-            "f": str(sys_flag),
-            "g": str(int(time.time() * 1000)),
-            "h": str(flag),
-            "i": "",
-            "j": reconsume,
-            "k": "false",
-            "m": "true" if batch else "false",
-        }
+        # The per-(topic, queue) part of SendMessageRequestHeaderV2 is built once; a send copies it and fills
+        # in the per-message fields (sysFlag, bornTimestamp, flag, properties).
+        key = (topic, queue_id, batch, self.group, self.create_topic_key, self.default_topic_queue_nums)
+        template = self._header_cache.get(key)
+        if template is None:
+            if len(self._header_cache) >= 4096:
+                self._header_cache.clear()
+            template = self._header_cache[key] = {
+                "a": self.group,
+                "b": topic,
+                "c": self.create_topic_key,
+                "d": str(self.default_topic_queue_nums),
+                "e": str(queue_id),
+                "f": "0",
+                "g": "",
+                "h": "0",
+                "i": "",
+                "j": "0",
+                "k": "false",
+                "m": "true" if batch else "false",
+            }
+        ext = template.copy()
+        if sys_flag:
+            ext["f"] = str(sys_flag)
+        ext["g"] = str(time.time_ns() // 1_000_000)
+        if flag:
+            ext["h"] = str(flag)
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             rt = props.pop(PROPERTY_RECONSUME_TIME, None)
             if rt is not None:
@@ -289,7 +302,9 @@ class Producer:
         self, msgs: Message | list[Message], mq: MessageQueue, timeout_s: float, oneway: bool = False
     ) -> SendResult | None:
         inst = self.instance
-        addr = await inst.find_broker_addr_or_refresh(mq.broker_name, mq.topic)
+        addr = inst.find_broker_addr(mq.broker_name)  # known broker: no coroutine
+        if addr is None:
+            addr = await inst.find_broker_addr_or_refresh(mq.broker_name, mq.topic)
         request, uniq = self._build_request(msgs, mq)
         if oneway:
             await inst.remoting.invoke_oneway(addr, request)
@@ -328,7 +343,9 @@ class Producer:
         broker (retryTimesWhenSendAsyncFailed, as RocketMQ does)."""
         loop = asyncio.get_running_loop()
         begin = loop.time()
-        info = await self._publish_info(topic)
+        info = self._publish.get(topic)  # known route: no coroutine
+        if info is None or not info.queues:
+            info = await self._publish_info(topic)
         last_broker: str | None = None
         last_exc: Exception | None = None
         mq: MessageQueue | None = None

@@ -9,7 +9,7 @@ from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.frame import RemotingCommand
 
 from .codec import decode_records
-from .message import MessageExt, MessageQueue, MQBrokerError
+from .message import MessageExt, MessageQueue, MQBrokerError, put_properties_lazily
 from .subscription import SubscriptionData
 
 PULL_FLAG_COMMIT_OFFSET = 0x1
@@ -77,11 +77,9 @@ def process_pull_response(
         if sub is not None and sub.tags_set:
             tags = sub.tags_set
             msgs = [m for m in msgs if m.tags is not None and m.tags in tags]
-        min_s, max_s = ext.get("minOffset", "0"), ext.get("maxOffset", "0")
-        for m in msgs:
-            m.properties["MIN_OFFSET"] = min_s
-            m.properties["MAX_OFFSET"] = max_s
-            m.broker_name = mq.broker_name
+        # one pending dict for the whole pull: the properties stay unparsed until someone reads them
+        extra = {"MIN_OFFSET": ext.get("minOffset", "0"), "MAX_OFFSET": ext.get("maxOffset", "0")}
+        put_properties_lazily(msgs, extra)
     return PullResult(
         status,
         int(ext.get("nextBeginOffset", 0)),

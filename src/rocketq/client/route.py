@@ -140,6 +140,7 @@ def topic_route_to_subscribe_info(topic: str, route: TopicRouteData) -> set[Mess
 LATENCY_MAX_MS = (50, 100, 550, 1000, 2000, 3000, 15000)
 NOT_AVAILABLE_DURATION_MS = (0, 0, 30000, 60000, 120000, 180000, 600000)
 ISOLATION_LATENCY_MS = 30000
+_FIRST_PENALTY_MS = next(lat for lat, d in zip(LATENCY_MAX_MS, NOT_AVAILABLE_DURATION_MS, strict=True) if d)
 
 
 class LatencyFaultTolerance:
@@ -150,6 +151,8 @@ class LatencyFaultTolerance:
 
     @staticmethod
     def not_available_duration_ms(latency_ms: int) -> int:
+        if latency_ms < _FIRST_PENALTY_MS:  # every successful fast send: skip the table walk
+            return 0
         for i in range(len(LATENCY_MAX_MS) - 1, -1, -1):
             if latency_ms >= LATENCY_MAX_MS[i]:
                 return NOT_AVAILABLE_DURATION_MS[i]

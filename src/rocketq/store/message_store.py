@@ -57,6 +57,7 @@ log = logging.getLogger(__name__)
 
 _MAX_TOPIC_BYTES = 127
 _CHECK = struct.Struct(">iiiiiq")  # size, magic, crc, queue id, flag, queue offset
+_MAGICS = (MAGIC_CODE_V1, MAGIC_CODE_V2)
 
 
 def _record_header_ok(buf: memoryview, size: int, queue_id: int, queue_offset: int) -> bool:
@@ -603,7 +604,13 @@ class MessageStore:
         n_units = min(len(units) // CQ_STORE_UNIT_SIZE, scan_limit)
         cl = self.commit_log
         cl_min = cl.min_offset
-        get_data = self._get_data
+        find_file = cl.mfq.find_mapped_file_by_offset
+        check = _CHECK.unpack_from
+        # The mapped file of the previous record: consecutive units almost always point into the same
+        # CommitLog file, so the file lookup and the bounds of MappedFile.slice are done once per file.
+        mf = None
+        mf_from = mf_end = 0
+        view: memoryview | None = None
         total = 0
         count = 0
         i = 0
@@ -622,13 +629,32 @@ class MessageStore:
                 continue
             if message_filter is not None and not message_filter.is_matched_by_consume_queue(tags_code):
                 continue
-            buf = get_data(phys, size)
-            if buf is None:
+            if not mf_from <= phys < mf_end:
+                mf = find_file(phys)
+                if mf is None:
+                    removing = True
+                    continue
+                mf_from = mf.file_from_offset
+                mf_end = mf_from + mf.file_size
+                view = mf.view
+            assert mf is not None and view is not None
+            pos = phys - mf_from
+            if pos + size > mf.wrote_position or mf._closed:
                 removing = True
                 continue
-            if not _record_header_ok(buf, size, queue_id, offset + i - 1):
+            try:
+                # header check before slicing (as _record_header_ok), on the file's view
+                buf = None
+                if size >= FIXED_SIZE:
+                    rsize, magic, _, qid, _, qoff = check(view, pos)
+                    if rsize == size and magic in _MAGICS and qid == queue_id and qoff == offset + i - 1:
+                        buf = view[pos : pos + size]
+            except ValueError:  # the file was unmapped concurrently (retention)
+                removing = True
+                mf_from = mf_end = 0
+                continue
+            if buf is None:
                 log.error("%s/%d: record at %d does not match its queue unit; skipped", topic, queue_id, phys)
-                buf.release()
                 continue
             if message_filter is not None and not message_filter.is_matched_by_commit_log(buf):
                 buf.release()

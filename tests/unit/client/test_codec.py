@@ -122,3 +122,69 @@ def test_tag_expression_and_java_hash() -> None:
     assert sub.code_set == [java_string_hash("TagA"), java_string_hash("TagB")]
     assert SubscriptionData.build("T", "*").matches_all
     assert SubscriptionData.build("T", "").sub_string == "*"
+
+
+_FIELDS = (
+    "topic", "body", "flag", "properties", "tags", "keys", "delay_level", "msg_id", "offset_msg_id",
+    "queue_id", "queue_offset", "commit_log_offset", "sys_flag", "born_timestamp", "born_host",
+    "store_timestamp", "store_host", "reconsume_times", "prepared_transaction_offset", "store_size",
+    "body_crc", "broker_name",
+)  # fmt: skip
+
+
+def test_lazy_decode_equals_eager_decode() -> None:
+    from rocketq.client.codec import _decode_one
+
+    data = record("T", b"hello", "TAGS\x01TagA\x02KEYS\x01k1 k2\x02DELAY\x013\x02a\x011") + record(
+        "T", b"x" * 100, "", qoff=6, phy=5000
+    )
+    lazy = decode_records(data, "broker-a")
+    view = memoryview(data)
+    eager = [_decode_one(view, 0, "broker-a"), _decode_one(view, lazy[0].store_size, "broker-a")]
+    assert len(lazy) == 2 and lazy[1].store_size == 91 + 100 + 1
+    for lz, eg in zip(lazy, eager, strict=True):
+        assert lz._praw is not None  # still unparsed
+        assert type(lz.body) is bytes
+        for name in _FIELDS:
+            assert getattr(lz, name) == getattr(eg, name), name
+    a = lazy[0]
+    assert (a.tags, a.keys, a.delay_level, a.properties["a"]) == ("TagA", ["k1", "k2"], 3, "1")
+    assert a.offset_msg_id == "7F00000100002A9F0000000000001000"  # 127.0.0.1:10911 @ 4096
+    assert a.msg_id == a.offset_msg_id  # no UNIQ_KEY
+
+
+def test_lazy_properties_pending_extras_and_user_writes() -> None:
+    import copy
+    import pickle
+
+    from rocketq.client.message import put_properties_lazily
+
+    data = record("T", b"a", "UNIQ_KEY\x01U1") + record("T", b"b", "TAGS\x01X", qoff=6)
+    a, b = decode_records(data)
+    b.tags = "mine"  # written before the first read: kept
+    put_properties_lazily([a, b], {"MIN_OFFSET": "0"})
+    put_properties_lazily([a], {"CONSUME_START_TIME": "9"})
+    assert a._pextra is not b._pextra
+    clone = pickle.loads(pickle.dumps(a))
+    shallow = copy.copy(b)
+    assert a.properties == {"UNIQ_KEY": "U1", "MIN_OFFSET": "0", "CONSUME_START_TIME": "9"}
+    assert a.msg_id == "U1" and a._praw is None
+    assert clone.properties == a.properties and clone.msg_id == "U1"
+    assert b.tags == "mine" and b.properties == {"TAGS": "X", "MIN_OFFSET": "0"}
+    assert shallow.tags == "mine" and shallow.properties == b.properties
+    put_properties_lazily([a], {"K": "v"})  # already parsed: written straight into the dict
+    assert a.properties["K"] == "v"
+    try:
+        a.no_such_field  # noqa: B018
+    except AttributeError:
+        pass
+    else:
+        raise AssertionError("unknown attributes must still raise")
+
+
+def test_lazy_decode_stops_at_corrupt_record_and_handles_ipv6_fallback() -> None:
+    good = record("T", b"hello", "")
+    bad = bytearray(record("T", b"hello", ""))
+    struct.pack_into(">h", bad, len(bad) - 2, 5)  # properties length beyond the record
+    assert len(decode_records(good + bytes(bad) + good)) == 1
+    assert len(decode_records(good[:-1])) == 0

@@ -17,6 +17,13 @@ if TYPE_CHECKING:
     from ..controller import BrokerController
 
 _F = ResponseCode
+# Plain ints: `int & IntFlag` builds an IntFlag through EnumType.__call__, a few µs per PULL.
+_SUBSCRIPTION = int(PullSysFlag.SUBSCRIPTION)
+_SUSPEND = int(PullSysFlag.SUSPEND)
+_COMMIT_OFFSET = int(PullSysFlag.COMMIT_OFFSET)
+_SUCCESS = int(_F.SUCCESS)
+_PULL_NOT_FOUND = int(_F.PULL_NOT_FOUND)
+_SUB_CACHE_MAX = 1024
 # GetMessageStatus name -> (code, ...) ; NO_MESSAGE_IN_QUEUE / NO_MATCHED_LOGIC_QUEUE depend on the offset
 _STATUS = {
     "FOUND": _F.SUCCESS,
@@ -47,6 +54,9 @@ class PullProcessor:
         self.long_polling = cfg["longPollingEnable"]
         self.short_polling_s = cfg["shortPollingTimeMills"] / 1000.0
         self.property_filter = cfg["enablePropertyFilter"]
+        # SubscriptionData per (topic, expression, version, type): every PULL of a consumer carries the same
+        # subscription; building it parses the tag expression and hashes each tag. Never mutated.
+        self._subs: dict[tuple[str, str | None, int, str | None], SubscriptionData] = {}
 
     def register(self, server) -> None:
         server.register_processor(RequestCode.PULL_MESSAGE, self.process)
@@ -59,10 +69,16 @@ class PullProcessor:
 
     def _subscription(self, request, h: PullMessageRequestHeader):
         """(SubscriptionData | None, error response | None)."""
-        if h.sys_flag & PullSysFlag.SUBSCRIPTION:
+        if h.sys_flag & _SUBSCRIPTION:
             if h.expression_type not in (None, "", "TAG") and not self.property_filter:
                 return None, _no_sql(request, h.expression_type)
-            return SubscriptionData.build(h.topic, h.subscription, h.sub_version, h.expression_type), None
+            key = (h.topic, h.subscription, h.sub_version, h.expression_type)
+            sd = self._subs.get(key)
+            if sd is None:
+                if len(self._subs) >= _SUB_CACHE_MAX:
+                    self._subs.clear()
+                sd = self._subs[key] = SubscriptionData.build(*key)
+            return sd, None
         cgi = self.ctl.clients.get_consumer_group(h.consumer_group)
         if cgi is None:
             return None, request.response(
@@ -132,7 +148,7 @@ class PullProcessor:
         status = result.status.name
         code = _STATUS.get(status)
         if code is None:  # NO_MESSAGE_IN_QUEUE / NO_MATCHED_LOGIC_QUEUE
-            code = _F.PULL_OFFSET_MOVED if h.queue_offset != 0 else _F.PULL_NOT_FOUND
+            code = _F.PULL_OFFSET_MOVED if h.queue_offset != 0 else _PULL_NOT_FOUND
         ext = {
             "suggestWhichBrokerId": "0",
             "nextBeginOffset": str(result.next_begin_offset),
@@ -140,9 +156,9 @@ class PullProcessor:
             "maxOffset": str(result.max_offset),
         }
         # commit only on the first pass (not when a held request is re-run), like RocketMQ
-        if allow_suspend and h.sys_flag & PullSysFlag.COMMIT_OFFSET and h.commit_offset >= 0:
+        if allow_suspend and h.sys_flag & _COMMIT_OFFSET and h.commit_offset >= 0:
             ctl.offsets.commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
-        if code == _F.SUCCESS:
+        if code == _SUCCESS:
             stats = ctl.stats
             stats.got += result.message_count
             stats.group_got[h.consumer_group] = (
@@ -151,8 +167,8 @@ class PullProcessor:
             # The views go straight to the transport; they are dropped (not released) once written,
             # since uvloop may still hold them after writelines() returns.
             return request.response(code, None, ext, result.buffers)
-        if code == _F.PULL_NOT_FOUND and allow_suspend and h.sys_flag & PullSysFlag.SUSPEND:
+        if code == _PULL_NOT_FOUND and allow_suspend and h.sys_flag & _SUSPEND:
             timeout_s = h.suspend_timeout_millis / 1000.0 if self.long_polling else self.short_polling_s
             timeout_s = min(max(timeout_s, 0.0), 3600.0)
             return ctl.hold.hold(h.topic, h.queue_id, channel, request, h.queue_offset, timeout_s)
-        return request.response(code, status if code != _F.PULL_NOT_FOUND else None, ext)
+        return request.response(code, status if code != _PULL_NOT_FOUND else None, ext)
