@@ -88,6 +88,8 @@ class MessageStore:
         self.flush_service: FlushRealTimeService | GroupCommitService | None = None
         self.cq_flush_service: FlushConsumeQueueService | None = None
         self._listener: Callable[[str, int, int], None] | None = None
+        self._flush_listener: Callable[[int], None] | None = None
+        self._flush_nowait = False  # SYNC_FLUSH and a flush listener: puts return flush_offset, no Future
         self._running = False
         self._writable = False  # running and not a slave: the put fast path checks only this
         self._shutdown = False
@@ -169,6 +171,7 @@ class MessageStore:
         self._create_abort_file()
         if self._sync:
             self.flush_service = GroupCommitService(self.commit_log, self.checkpoint, cfg.sync_flush_timeout)
+            self.flush_service.round_listener = self._flush_listener
         else:
             self.flush_service = FlushRealTimeService(
                 self.commit_log,
@@ -504,7 +507,15 @@ class MessageStore:
         phys, size, qoff, store_ts = r  # type: ignore[misc]
         self.put_count += 1
         self.put_bytes += size
-        fut = self.flush_service.request(phys + size) if self._sync else None  # type: ignore[union-attr]
+        fut = None
+        end = 0
+        if self._sync:
+            end = phys + size
+            if self._flush_nowait:
+                self.flush_service.request_nowait(end)  # type: ignore[union-attr]
+            else:
+                fut = self.flush_service.request(end)  # type: ignore[union-attr]
+                end = 0
         listener = self._listener
         if listener is not None:
             listener(msg.topic, msg.queue_id, qoff + 1)
@@ -512,7 +523,7 @@ class MessageStore:
         if d is not None and d.idle:
             d.wakeup()
         return PutMessageResult(
-            PutMessageStatus.PUT_OK, phys, size, [self.commit_log.msg_id(phys)], qoff, 1, store_ts, fut
+            PutMessageStatus.PUT_OK, phys, size, [self.commit_log.msg_id(phys)], qoff, 1, store_ts, fut, end
         )
 
     def put_messages(self, topic: str, queue_id: int, messages: list[MessageToStore]) -> PutMessageResult:
@@ -538,7 +549,15 @@ class MessageStore:
         first_phys, total, first_qoff, store_ts, phys_list = r  # type: ignore[misc]
         self.put_count += len(messages)
         self.put_bytes += total
-        fut = self.flush_service.request(first_phys + total) if self._sync else None  # type: ignore[union-attr]
+        fut = None
+        end = 0
+        if self._sync:
+            end = first_phys + total
+            if self._flush_nowait:
+                self.flush_service.request_nowait(end)  # type: ignore[union-attr]
+            else:
+                fut = self.flush_service.request(end)  # type: ignore[union-attr]
+                end = 0
         listener = self._listener
         if listener is not None:
             listener(topic, queue_id, first_qoff + len(messages))
@@ -548,7 +567,7 @@ class MessageStore:
         msg_id = self.commit_log.msg_id
         return PutMessageResult(
             PutMessageStatus.PUT_OK, first_phys, total, [msg_id(p) for p in phys_list], first_qoff,
-            len(messages), store_ts, fut,
+            len(messages), store_ts, fut, end,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ get
@@ -733,6 +752,19 @@ class MessageStore:
         """fn(topic, queue_id, max_offset) runs on the putting thread after the CQ unit is visible; it must be
         quick and must not block (the broker's loop thread: schedule work, do not do it)."""
         self._listener = fn
+
+    def set_flush_listener(self, fn: Callable[[int], None] | None) -> bool:
+        """SYNC_FLUSH: fn(flushed_offset) runs on the group-commit thread once per fdatasync round; from then
+        on put_* return result.flush_offset (await flushed_offset >= it) instead of a flush_future, and the
+        caller owns waiting and syncFlushTimeout. Call before start(). False (and no effect) under
+        ASYNC_FLUSH."""
+        if not self._sync:
+            return False
+        self._flush_listener = fn
+        if isinstance(self.flush_service, GroupCommitService):
+            self.flush_service.round_listener = fn  # before puts stop creating futures
+        self._flush_nowait = fn is not None
+        return True
 
     def get_topic_queue_table(self) -> dict[tuple[str, int], int]:
         return dict(self.commit_log.topic_queue_table)

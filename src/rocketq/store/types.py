@@ -63,6 +63,9 @@ class PutMessageResult:
     store_timestamp: int = 0
     # SYNC_FLUSH only: resolves True once durable, False on syncFlushTimeout (-> FLUSH_DISK_TIMEOUT)
     flush_future: Future[bool] | None = None
+    # SYNC_FLUSH with a flush listener (MessageStore.set_flush_listener): instead of flush_future, the
+    # CommitLog offset the caller must see flushed (listener's flushed_offset >= this) before acknowledging
+    flush_offset: int = 0
 
     @property
     def ok(self) -> bool:

@@ -210,8 +210,9 @@ class SendProcessor:
             tags_code=tags_code,
         )
         result = ctl.store.put_message(msg)
-        if result.flush_future is not None and props.get("WAIT") == "false":
-            result.flush_future = None  # waitStoreMsgOK=false: answer without waiting for the flush
+        if props.get("WAIT") == "false":  # waitStoreMsgOK=false: answer without waiting for the flush
+            result.flush_future = None
+            result.flush_offset = 0
         # like RocketMQ the response names the requested queue (not the schedule/half/DLQ queue)
         return self._respond(request, result, h.queue_id)
 
@@ -241,8 +242,11 @@ class SendProcessor:
         return None
 
     def _respond(self, request: RemotingCommand, result, queue_id: int):
-        if result.status is self.PUT_OK and result.flush_future is None:  # the common case
-            return self._ok(request, result, ResponseCode.SUCCESS, queue_id)
+        if result.status is self.PUT_OK:
+            if result.flush_offset:  # SYNC_FLUSH: the broker's flush waiter answers
+                return self._wait_flushed(request, result, queue_id)
+            if result.flush_future is None:  # ASYNC_FLUSH: the common case
+                return self._ok(request, result, ResponseCode.SUCCESS, queue_id)
         err = put_status_response(request, result)
         if err is not None:
             return err
@@ -250,6 +254,13 @@ class SendProcessor:
         if fut is not None:
             return self._await_flush(request, result, fut, queue_id)
         return self._ok(request, result, _STATUS_CODE[result.status.name], queue_id)
+
+    async def _wait_flushed(self, request: RemotingCommand, result, queue_id: int) -> RemotingCommand:
+        fut = self.ctl.loop.create_future()
+        self.ctl.flush_waiter.add(result.flush_offset, lambda ok: fut.done() or fut.set_result(ok))
+        flushed = await fut
+        code = ResponseCode.SUCCESS if flushed else ResponseCode.FLUSH_DISK_TIMEOUT
+        return self._ok(request, result, code, queue_id)
 
     async def _await_flush(self, request: RemotingCommand, result, fut, queue_id: int) -> RemotingCommand:
         try:
