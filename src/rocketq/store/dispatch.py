@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import struct
 import threading
+import time
 import zlib
 from collections.abc import Callable
 from typing import Protocol
@@ -278,14 +279,23 @@ class IndexDispatchService:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self.idle = False
+        # put_* call wakeup() at most once per MIN_WAKE_S (an Event.set is a lock + notify per put otherwise);
+        # between wake-ups the thread's own 10 ms poll still picks records up
+        self._next_wake = 0.0
         self._thread = threading.Thread(target=self._run, name="IndexDispatchService", daemon=True)
         self._on_error = on_error
 
     def start(self) -> None:
         self._thread.start()
 
+    MIN_WAKE_S = 0.002
+
     def wakeup(self) -> None:
-        self._wake.set()
+        now = time.monotonic()
+        if now >= self._next_wake:
+            self._next_wake = now + self.MIN_WAKE_S
+            if not self._wake.is_set():
+                self._wake.set()
 
     def behind(self) -> int:
         return self.commit_log.max_offset - self.next_offset
