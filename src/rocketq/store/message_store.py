@@ -474,8 +474,7 @@ class MessageStore:
         self.put_failures += 1
         return PutMessageResult(status)
 
-    def _schedule_tags(self, msg: MessageToStore) -> Callable[[int], int]:
-        props = msg.properties
+    def _schedule_tags(self, props: dict[str, str]) -> Callable[[int], int]:
         table = self._delay_table
         return lambda store_ts: compute_tags_code(SCHEDULE_TOPIC, props, store_ts, table)
 
@@ -485,18 +484,24 @@ class MessageStore:
             tb = self._check(msg.topic)
             if tb.__class__ is not bytes:
                 return self._fail(tb)  # type: ignore[arg-type]
-        props = msg.properties
-        if props:
-            pb = properties_to_string(props).encode()
+        pb = msg.properties_raw
+        if pb is not None:
             if len(pb) > MAX_PROPERTIES_LENGTH:
                 return self._fail(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
+            props = decode_properties(pb) if msg.tags_code is None else None  # only for the tags code
         else:
-            pb = b""
+            props = msg.properties
+            if props:
+                pb = properties_to_string(props).encode()
+                if len(pb) > MAX_PROPERTIES_LENGTH:
+                    return self._fail(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
+            else:
+                pb = b""
         tags_code = msg.tags_code
         schedule = None
         if tags_code is None:
             if msg.topic == SCHEDULE_TOPIC:
-                schedule = self._schedule_tags(msg)
+                schedule = self._schedule_tags(props or {})
             else:
                 tags = props.get(PROPERTY_TAGS) if props else None
                 tags_code = tag_hash_code(tags) if tags else 0
@@ -535,8 +540,12 @@ class MessageStore:
             return self._fail(tb)  # type: ignore[arg-type]
         items = []
         for m in messages:
-            props = m.properties
-            pb = properties_to_string(props).encode() if props else b""
+            pb = m.properties_raw
+            if pb is not None:
+                props = decode_properties(pb) if m.tags_code is None else None
+            else:
+                props = m.properties
+                pb = properties_to_string(props).encode() if props else b""
             if len(pb) > MAX_PROPERTIES_LENGTH:
                 return self._fail(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
             tc = m.tags_code

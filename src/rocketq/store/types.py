@@ -50,6 +50,9 @@ class MessageToStore:
     # None: Java String.hashCode of TAGS (0 without); for SCHEDULE_TOPIC_XXXX the store computes the delivery
     # time from DELAY and the store timestamp, exactly as a rebuild from the CommitLog would.
     tags_code: int | None = None
+    # Pre-encoded property string (UTF-8, pairs joined by \x02, no trailing separator): when set the store
+    # writes it as is and ignores `properties` (the broker's send path skips a parse/serialise round trip)
+    properties_raw: bytes | None = None
 
 
 @dataclass(slots=True)
