@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from functools import partial
 from typing import TYPE_CHECKING
 
 from rocketq.protocol import record as rec
@@ -311,12 +312,16 @@ class SendProcessor:
             return self._await_flush(request, result, fut, queue_id)
         return self._ok(request, result, _STATUS_CODE[result.status.name], queue_id)
 
-    async def _wait_flushed(self, request: RemotingCommand, result, queue_id: int) -> RemotingCommand:
+    def _wait_flushed(self, request: RemotingCommand, result, queue_id: int) -> asyncio.Future:
+        """A future the channel answers from once the flush waiter reports this record's round (no Task)."""
         fut = self.ctl.loop.create_future()
-        self.ctl.flush_waiter.add(result.flush_offset, lambda ok: fut.done() or fut.set_result(ok))
-        flushed = await fut
-        code = ResponseCode.SUCCESS if flushed else ResponseCode.FLUSH_DISK_TIMEOUT
-        return self._ok(request, result, code, queue_id)
+        self.ctl.flush_waiter.add(result.flush_offset, partial(self._flushed, fut, request, result, queue_id))
+        return fut
+
+    def _flushed(self, fut: asyncio.Future, request: RemotingCommand, result, queue_id: int, ok: bool):
+        if not fut.done():  # not cancelled (connection closed)
+            code = ResponseCode.SUCCESS if ok else ResponseCode.FLUSH_DISK_TIMEOUT
+            fut.set_result(self._ok(request, result, code, queue_id))
 
     async def _await_flush(self, request: RemotingCommand, result, fut, queue_id: int) -> RemotingCommand:
         try:
