@@ -351,3 +351,32 @@ def test_sql92_filtering(cluster):
             assert r.code == ResponseCode.SUCCESS
 
     run(go())
+
+
+def test_send_stores_client_property_string_like_the_dict_path(cluster):
+    """Plain sends store the client's property string (+ CLUSTER) without a dict round trip: a Java-style
+    trailing separator, a repeated key (the last wins) and the tag filter must behave as before, and a string
+    that only fits once normalised is still accepted."""
+    addr = cluster.addr
+
+    async def go():
+        async with RemotingClient() as c:
+            await create_topic(c, addr, "RAWP", 1)
+            raw = "TAGS\x01old\x02KEYS\x01k1 k2\x02UNIQ_KEY\x01U1\x02TAGS\x01TagZ\x02"
+            ext = send_ext("RAWP", queue_id=0)
+            r = await c.invoke(addr, rq(C.SEND_MESSAGE_V2, {**ext, "i": raw}, b"m"), 5)
+            assert r.code == ResponseCode.SUCCESS, r.remark
+            p = await pull(c, addr, "CGR", "RAWP", 0, 0, sub="TagZ")
+            (m,) = records(p)
+            want = {"TAGS": "TagZ", "KEYS": "k1 k2", "UNIQ_KEY": "U1", "CLUSTER": "DefaultCluster"}
+            assert m.properties == want
+            p = await pull(c, addr, "CGR", "RAWP", 0, 0, sub="old")
+            assert p.code != ResponseCode.SUCCESS or records(p) == []
+            # fits the 32,767 limit with CLUSTER only after the duplicate pairs are dropped (as before)
+            dup = "\x02".join(["X\x01" + "v" * 998] * 32) + "\x02TAGS\x01t"
+            dup += "\x02Y\x01" + "w" * (32760 - len(dup) - 3)
+            assert len(dup) == 32760
+            r = await c.invoke(addr, rq(C.SEND_MESSAGE_V2, {**ext, "i": dup}, b"d"), 5)
+            assert r.code == ResponseCode.SUCCESS, r.remark
+
+    run(go())

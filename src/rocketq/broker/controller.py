@@ -17,6 +17,7 @@ from rocketq.remoting import Channel, RemotingClient, RemotingServer
 from .client_manager import ClientManager
 from .config import BrokerConfig, ConfigError
 from .delay import DelayLevels
+from .flush_waiter import FlushWaiter
 from .long_polling import PullRequestHoldService
 from .namesrv_api import NamesrvApi
 from .offset_manager import ConsumerOffsetManager
@@ -112,6 +113,7 @@ class BrokerController:
         self.client = RemotingClient()
         self.namesrv = NamesrvApi(cfg, self.client)
         self.store: Any = None
+        self.flush_waiter: FlushWaiter | None = None
         self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
         self.hold: PullRequestHoldService = None  # type: ignore[assignment]
         self.schedule: Any = None
@@ -151,6 +153,9 @@ class BrokerController:
             self.server.port = self.cfg["listenPort"]
         store_host = (self.cfg["brokerIP1"], self.cfg["listenPort"])
         self.store = MessageStore(store_config_of(self.cfg), store_host)
+        waiter = FlushWaiter(self.loop, self.cfg["syncFlushTimeout"] / 1000.0)
+        if self.store.set_flush_listener(waiter.on_round):  # SYNC_FLUSH: acks wait on the loop side
+            self.flush_waiter = waiter
         await self.loop.run_in_executor(None, self.store.start)
 
         pull_proc = pull.PullProcessor(self)
@@ -322,6 +327,8 @@ class BrokerController:
         await self.client.close()
         if self.store is not None:
             await self.loop.run_in_executor(None, self.store.shutdown)
+        if self.flush_waiter is not None:
+            self.flush_waiter.close()
         self.topics.persist_sync()
         self.subscriptions.persist_sync()
         self.offsets.persist_sync()

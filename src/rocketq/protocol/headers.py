@@ -213,6 +213,16 @@ def _compile(cls: type, table: tuple[_HField, ...]) -> tuple[Callable[..., Any],
         ind = "  " if not f.required else " "
         if f.parse is _parse_str:
             dec.append(f"{ind}obj.{f.attr} = v if type(v) is str else p{i}(v)")
+        elif f.parse is _parse_i32 or f.parse is _parse_i64:
+            # the common wire form inline (same int() as the parser; anything else, incl. out of range, goes
+            # through it and raises there)
+            lo, hi = (_I32_MIN, _I32_MAX) if f.parse is _parse_i32 else (_I64_MIN, _I64_MAX)
+            dec.append(
+                f"{ind}obj.{f.attr} = n if type(v) is str and len(v) <= {_MAX_NUM_LEN} "
+                f"and {lo} <= (n := int(v)) <= {hi} else p{i}(v)"
+            )
+        elif f.parse is _parse_bool:
+            dec.append(f"{ind}obj.{f.attr} = True if v == 'true' else False if v == 'false' else p{i}(v)")
         else:
             dec.append(f"{ind}obj.{f.attr} = p{i}(v)")
         enc.append(f" v = obj.{f.attr}")

@@ -8,6 +8,7 @@ the same connection (the broker calls CHECK_TRANSACTION_STATE etc. on a client's
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import itertools
 import logging
@@ -239,8 +240,27 @@ class Channel(asyncio.Protocol):
             if inspect.iscoroutine(result):
                 result.close()
             self._busy(request)
+        elif isinstance(result, asyncio.Future):
+            # A future the handler completes later (e.g. a SYNC_FLUSH send waiting for its fdatasync round):
+            # a done callback answers it, cheaper than a Task around an await.
+            self._tasks.add(result)  # type: ignore[arg-type]  # counted and cancelled like a task
+            result.add_done_callback(functools.partial(self._future_done, request))
         else:  # the handler chose its slow path
             self._spawn(self._await_result(result, request))
+
+    def _future_done(self, request: RemotingCommand, fut: asyncio.Future[RemotingCommand | None]) -> None:
+        self._tasks.discard(fut)  # type: ignore[arg-type]
+        if fut.cancelled():
+            return
+        exc = fut.exception()
+        if exc is not None:
+            self._reply_error(request, exc)
+            return
+        result = fut.result()
+        hook = self._dispatcher.rpc_hook
+        if hook is not None:
+            self._after_hook(hook, request, result)
+        self._reply(request, result, coalesce=True)
 
     def _busy(self, request: RemotingCommand) -> None:
         if not request.flag & FLAG_ONEWAY:
@@ -296,7 +316,9 @@ class Channel(asyncio.Protocol):
             text = str(exc) or type(exc).__name__
             self._reply(request, _error(request, ResponseCode.SYSTEM_ERROR, text))
 
-    def _reply(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
+    def _reply(
+        self, request: RemotingCommand, response: RemotingCommand | None, coalesce: bool = False
+    ) -> None:
         if response is None or request.flag & FLAG_ONEWAY or self.closed:
             return
         response.opaque = request.opaque
@@ -308,6 +330,14 @@ class Channel(asyncio.Protocol):
         cork = self._cork
         if cork is not None:
             cork.extend(parts)
+        elif coalesce:
+            # Deferred answers tend to complete together (one group-commit round answers many sends):
+            # those of one loop turn leave in one send at the end of it.
+            if self._wq is None:
+                self._wq = list(parts)
+                self._loop.call_soon(self._flush_wq)
+            else:
+                self._wq.extend(parts)
         else:
             self._transport.writelines(parts)
 

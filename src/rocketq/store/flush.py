@@ -105,7 +105,12 @@ class FlushRealTimeService(_ServiceThread):
 
 class GroupCommitService(_ServiceThread):
     """SYNC_FLUSH: each append enqueues (end offset, future); one fdatasync covers every request queued
-    before it started and completes all of them. Requests not covered within syncFlushTimeout get False."""
+    before it started and completes all of them. Requests not covered within syncFlushTimeout get False.
+
+    Cheaper variant for a caller that tracks its own waiters (the broker): request_nowait() only marks the
+    log dirty (no Future, no lock when the thread is already awake) and round_listener(flushed_offset) runs
+    on this thread once per round that served such requests; the caller resolves (and times out) its
+    waiters from it."""
 
     def __init__(self, commit_log: CommitLog, checkpoint: StoreCheckpoint, timeout_ms: int) -> None:
         super().__init__("GroupCommitService")
@@ -113,24 +118,37 @@ class GroupCommitService(_ServiceThread):
         self.checkpoint = checkpoint
         self.timeout = timeout_ms / 1000
         self._requests: deque[tuple[int, float, Future[bool]]] = deque()
+        # Set by request_nowait, cleared by the thread *before* it reads the flush target: a request whose
+        # record the target misses was made after the clear, so it sets the flag again (no lost round).
+        self._dirty = False
+        self.round_listener: Callable[[int], None] | None = None
         self.sync_count = 0  # number of fdatasync rounds (tests count them)
         self.acked = 0
 
     def request(self, end_offset: int) -> Future[bool]:
         fut: Future[bool] = Future()
         self._requests.append((end_offset, time.monotonic() + self.timeout, fut))
-        self._wake.set()
+        if not self._wake.is_set():
+            self._wake.set()
         return fut
 
+    def request_nowait(self, end_offset: int) -> None:
+        """Ask for a round covering end_offset; completion is reported to round_listener only."""
+        self._dirty = True
+        if not self._wake.is_set():
+            self._wake.set()
+
     def run_once(self) -> None:
-        if not self._requests:
+        if not self._requests and not self._dirty:
             self._wait(0.01)
         self.do_commit()
 
     def do_commit(self) -> None:
         reqs = self._requests
-        if not reqs:
+        dirty = self._dirty
+        if not reqs and not dirty:
             return
+        self._dirty = False
         ts = self.cl.append_ts
         target = self.cl.max_offset  # covers every request already queued (their records precede it)
         mfq = self.cl.mfq
@@ -140,6 +158,13 @@ class GroupCommitService(_ServiceThread):
             if mfq.flushed_where >= target and ts:
                 self.checkpoint.physic_msg_timestamp = ts
         flushed = mfq.flushed_where
+        if dirty:
+            listener = self.round_listener
+            if listener is not None:
+                try:
+                    listener(flushed)
+                except Exception:
+                    log.exception("group commit round listener failed")
         now = time.monotonic()
         while reqs:
             end, deadline, fut = reqs[0]
@@ -156,6 +181,7 @@ class GroupCommitService(_ServiceThread):
                 break
 
     def on_stop(self) -> None:
+        self._dirty = True  # a last round, so the listener sees the final flushed offset
         self.do_commit()
         while self._requests:  # nothing can flush them any more
             _, _, fut = self._requests.popleft()

@@ -89,6 +89,8 @@ class MessageStore:
         self.flush_service: FlushRealTimeService | GroupCommitService | None = None
         self.cq_flush_service: FlushConsumeQueueService | None = None
         self._listener: Callable[[str, int, int], None] | None = None
+        self._flush_listener: Callable[[int], None] | None = None
+        self._flush_nowait = False  # SYNC_FLUSH and a flush listener: puts return flush_offset, no Future
         self._running = False
         self._writable = False  # running and not a slave: the put fast path checks only this
         self._shutdown = False
@@ -170,6 +172,7 @@ class MessageStore:
         self._create_abort_file()
         if self._sync:
             self.flush_service = GroupCommitService(self.commit_log, self.checkpoint, cfg.sync_flush_timeout)
+            self.flush_service.round_listener = self._flush_listener
         else:
             self.flush_service = FlushRealTimeService(
                 self.commit_log,
@@ -478,8 +481,7 @@ class MessageStore:
         self.put_failures += 1
         return PutMessageResult(status)
 
-    def _schedule_tags(self, msg: MessageToStore) -> Callable[[int], int]:
-        props = msg.properties
+    def _schedule_tags(self, props: dict[str, str]) -> Callable[[int], int]:
         table = self._delay_table
         return lambda store_ts: compute_tags_code(SCHEDULE_TOPIC, props, store_ts, table)
 
@@ -489,18 +491,24 @@ class MessageStore:
             tb = self._check(msg.topic)
             if tb.__class__ is not bytes:
                 return self._fail(tb)  # type: ignore[arg-type]
-        props = msg.properties
-        if props:
-            pb = properties_to_string(props).encode()
+        pb = msg.properties_raw
+        if pb is not None:
             if len(pb) > MAX_PROPERTIES_LENGTH:
                 return self._fail(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
+            props = decode_properties(pb) if msg.tags_code is None else None  # only for the tags code
         else:
-            pb = b""
+            props = msg.properties
+            if props:
+                pb = properties_to_string(props).encode()
+                if len(pb) > MAX_PROPERTIES_LENGTH:
+                    return self._fail(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
+            else:
+                pb = b""
         tags_code = msg.tags_code
         schedule = None
         if tags_code is None:
             if msg.topic == SCHEDULE_TOPIC:
-                schedule = self._schedule_tags(msg)
+                schedule = self._schedule_tags(props or {})
             else:
                 tags = props.get(PROPERTY_TAGS) if props else None
                 tags_code = tag_hash_code(tags) if tags else 0
@@ -511,7 +519,15 @@ class MessageStore:
         phys, size, qoff, store_ts = r  # type: ignore[misc]
         self.put_count += 1
         self.put_bytes += size
-        fut = self.flush_service.request(phys + size) if self._sync else None  # type: ignore[union-attr]
+        fut = None
+        end = 0
+        if self._sync:
+            end = phys + size
+            if self._flush_nowait:
+                self.flush_service.request_nowait(end)  # type: ignore[union-attr]
+            else:
+                fut = self.flush_service.request(end)  # type: ignore[union-attr]
+                end = 0
         listener = self._listener
         if listener is not None:
             listener(msg.topic, msg.queue_id, qoff + 1)
@@ -519,7 +535,7 @@ class MessageStore:
         if d is not None and d.idle:
             d.wakeup()
         return PutMessageResult(
-            PutMessageStatus.PUT_OK, phys, size, [self.commit_log.msg_id(phys)], qoff, 1, store_ts, fut
+            PutMessageStatus.PUT_OK, phys, size, [self.commit_log.msg_id(phys)], qoff, 1, store_ts, fut, end
         )
 
     def put_messages(self, topic: str, queue_id: int, messages: list[MessageToStore]) -> PutMessageResult:
@@ -531,8 +547,12 @@ class MessageStore:
             return self._fail(tb)  # type: ignore[arg-type]
         items = []
         for m in messages:
-            props = m.properties
-            pb = properties_to_string(props).encode() if props else b""
+            pb = m.properties_raw
+            if pb is not None:
+                props = decode_properties(pb) if m.tags_code is None else None
+            else:
+                props = m.properties
+                pb = properties_to_string(props).encode() if props else b""
             if len(pb) > MAX_PROPERTIES_LENGTH:
                 return self._fail(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
             tc = m.tags_code
@@ -545,7 +565,15 @@ class MessageStore:
         first_phys, total, first_qoff, store_ts, phys_list = r  # type: ignore[misc]
         self.put_count += len(messages)
         self.put_bytes += total
-        fut = self.flush_service.request(first_phys + total) if self._sync else None  # type: ignore[union-attr]
+        fut = None
+        end = 0
+        if self._sync:
+            end = first_phys + total
+            if self._flush_nowait:
+                self.flush_service.request_nowait(end)  # type: ignore[union-attr]
+            else:
+                fut = self.flush_service.request(end)  # type: ignore[union-attr]
+                end = 0
         listener = self._listener
         if listener is not None:
             listener(topic, queue_id, first_qoff + len(messages))
@@ -555,7 +583,7 @@ class MessageStore:
         msg_id = self.commit_log.msg_id
         return PutMessageResult(
             PutMessageStatus.PUT_OK, first_phys, total, [msg_id(p) for p in phys_list], first_qoff,
-            len(messages), store_ts, fut,
+            len(messages), store_ts, fut, end,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ get
@@ -765,6 +793,19 @@ class MessageStore:
         """fn(topic, queue_id, max_offset) runs on the putting thread after the CQ unit is visible; it must be
         quick and must not block (the broker's loop thread: schedule work, do not do it)."""
         self._listener = fn
+
+    def set_flush_listener(self, fn: Callable[[int], None] | None) -> bool:
+        """SYNC_FLUSH: fn(flushed_offset) runs on the group-commit thread once per fdatasync round; from then
+        on put_* return result.flush_offset (await flushed_offset >= it) instead of a flush_future, and the
+        caller owns waiting and syncFlushTimeout. Call before start(). False (and no effect) under
+        ASYNC_FLUSH."""
+        if not self._sync:
+            return False
+        self._flush_listener = fn
+        if isinstance(self.flush_service, GroupCommitService):
+            self.flush_service.round_listener = fn  # before puts stop creating futures
+        self._flush_nowait = fn is not None
+        return True
 
     def get_topic_queue_table(self) -> dict[tuple[str, int], int]:
         return dict(self.commit_log.topic_queue_table)

@@ -50,6 +50,9 @@ class MessageToStore:
     # None: Java String.hashCode of TAGS (0 without); for SCHEDULE_TOPIC_XXXX the store computes the delivery
     # time from DELAY and the store timestamp, exactly as a rebuild from the CommitLog would.
     tags_code: int | None = None
+    # Pre-encoded property string (UTF-8, pairs joined by \x02, no trailing separator): when set the store
+    # writes it as is and ignores `properties` (the broker's send path skips a parse/serialise round trip)
+    properties_raw: bytes | None = None
 
 
 @dataclass(slots=True)
@@ -63,6 +66,9 @@ class PutMessageResult:
     store_timestamp: int = 0
     # SYNC_FLUSH only: resolves True once durable, False on syncFlushTimeout (-> FLUSH_DISK_TIMEOUT)
     flush_future: Future[bool] | None = None
+    # SYNC_FLUSH with a flush listener (MessageStore.set_flush_listener): instead of flush_future, the
+    # CommitLog offset the caller must see flushed (listener's flushed_offset >= this) before acknowledging
+    flush_offset: int = 0
 
     @property
     def ok(self) -> bool:

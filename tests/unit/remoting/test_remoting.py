@@ -579,3 +579,39 @@ def test_oneways_queued_in_this_loop_turn_are_sent_before_close() -> None:
             assert seen == ["0", "1", "2"]
 
     arun(body)
+
+
+def test_sync_handler_may_return_a_future_answered_later() -> None:
+    """A plain future (no Task): answered when resolved, in any order, errors become SYSTEM_ERROR, held
+    futures count against max_tasks_per_channel and a later inline request is not delayed by them."""
+
+    async def body() -> None:
+        async with _server(max_tasks_per_channel=3) as server, RemotingClient() as client:
+            loop = asyncio.get_running_loop()
+            held: dict[str, asyncio.Future] = {}
+
+            def deferred(ch: Channel, req: RemotingCommand) -> asyncio.Future:
+                fut = loop.create_future()
+                held[req.ext_fields["n"]] = (fut, req)
+                return fut
+
+            server.register_processor(2003, deferred)
+            calls = [
+                asyncio.ensure_future(client.invoke(server.address, RemotingCommand.request(2003, {"n": n})))
+                for n in ("a", "b", "c")
+            ]
+            await asyncio.sleep(0.05)
+            assert sorted(held) == ["a", "b", "c"]
+            busy = await client.invoke(server.address, RemotingCommand.request(2003, {"n": "d"}))
+            assert busy.code == ResponseCode.SYSTEM_BUSY
+            assert (await client.invoke(server.address, _fast(1))).remark == "fast"
+            fut, req = held["c"]
+            fut.set_result(req.response(ResponseCode.SUCCESS, "c"))
+            fut, req = held["a"]
+            fut.set_result(req.response(ResponseCode.SUCCESS, "a"))
+            held["b"][0].set_exception(RuntimeError("disk gone"))
+            results = await asyncio.gather(*calls)
+            assert [r.remark for r in results[::2]] == ["a", "c"]
+            assert results[1].code == ResponseCode.SYSTEM_ERROR and "disk gone" in results[1].remark
+
+    arun(body)

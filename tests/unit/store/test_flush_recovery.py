@@ -310,3 +310,59 @@ def test_garbage_checkpoint_falls_back_to_a_full_scan(tmp_path):
         assert got == [(r.queue_offset, b"m%d" % i + bytes(3000)) for i, r in enumerate(rs)]
     finally:
         s.shutdown()
+
+
+def test_sync_flush_listener_rounds_cover_nowait_puts(tmp_path):
+    """set_flush_listener: puts return flush_offset (no Future) and every round reports the flushed offset,
+    which must already be on disk when reported."""
+    s = open_store(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    rounds: list[tuple[int, int]] = []
+    done = threading.Event()
+    want = [0]
+
+    def listener(flushed):
+        rounds.append((flushed, s.flushed_phy_offset))
+        if want[0] and flushed >= want[0]:
+            done.set()
+
+    try:
+        assert s.set_flush_listener(listener) is True
+        results = [s.put_message(msg(body=b"y" * 100)) for _ in range(200)]
+        assert all(r.flush_future is None for r in results)
+        ends = [r.flush_offset for r in results]
+        assert ends == [r.wrote_offset + r.wrote_bytes for r in results]
+        want[0] = ends[-1]
+        s.flush_service.request_nowait(ends[-1])  # a round even if the last one already ran
+        assert done.wait(5)
+        assert all(reported <= on_disk for reported, on_disk in rounds)
+        assert max(f for f, _ in rounds) >= ends[-1]
+        assert len(rounds) < 200  # rounds are shared (one report per fdatasync round, not per put)
+        # the Future API keeps working for other callers after the listener is removed
+        s.set_flush_listener(None)
+        r = s.put_message(msg())
+        assert r.flush_offset == 0 and r.flush_future.result(5) is True
+    finally:
+        s.shutdown()
+
+
+def test_group_commit_request_nowait_wakes_an_idle_thread(tmp_path):
+    s = open_store(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    seen = threading.Event()
+    try:
+        s.set_flush_listener(lambda flushed: seen.set())
+        time.sleep(0.05)  # the thread is idle, waiting on its event
+        r = s.put_message(msg())
+        assert seen.wait(2)
+        assert s.flushed_phy_offset >= r.flush_offset
+    finally:
+        s.shutdown()
+
+
+def test_set_flush_listener_is_refused_under_async_flush(tmp_path):
+    s = open_store(tmp_path)
+    try:
+        assert s.set_flush_listener(lambda f: None) is False
+        r = s.put_message(msg())
+        assert r.flush_offset == 0 and r.flush_future is None
+    finally:
+        s.shutdown()

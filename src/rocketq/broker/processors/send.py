@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from functools import partial
 from typing import TYPE_CHECKING
 
 from rocketq.protocol import record as rec
@@ -24,11 +25,13 @@ from rocketq.protocol.properties import (
     PROPERTY_REAL_TOPIC,
     PROPERTY_TRANSACTION_PREPARED,
     RETRY_GROUP_TOPIC_PREFIX,
+    SCHEDULE_TOPIC,
     TRANS_HALF_TOPIC,
     string_to_properties,
 )
 from rocketq.protocol.sysflag import TRANSACTION_PREPARED_TYPE, TRANSACTION_TYPE_MASK
 from rocketq.remoting import Channel
+from rocketq.store.dispatch import tag_hash_code
 
 from ..validation import check_send_topic
 
@@ -73,6 +76,19 @@ def put_status_response(request: RemotingCommand, result) -> RemotingCommand | N
     return request.response(ResponseCode.SYSTEM_ERROR, f"put message failed: {name}")
 
 
+def _last_value(props: str, key: str) -> str | None:
+    """Value of key in a property string as string_to_properties would give it (the last pair wins)."""
+    i = props.rfind(f"\x02{key}\x01")
+    if i >= 0:
+        i += len(key) + 2
+    elif props.startswith(f"{key}\x01"):
+        i = len(key) + 1
+    else:
+        return None
+    j = props.find("\x02", i)
+    return props[i:] if j < 0 else props[i:j]
+
+
 _STATUS_CODE = {
     "PUT_OK": ResponseCode.SUCCESS,
     "FLUSH_DISK_TIMEOUT": ResponseCode.FLUSH_DISK_TIMEOUT,
@@ -85,6 +101,8 @@ class SendProcessor:
     def __init__(self, ctl: BrokerController) -> None:
         self.ctl = ctl
         self.cluster = ctl.cfg["brokerClusterName"]
+        self._cluster_pair = f"{PROPERTY_CLUSTER}\x01{self.cluster}"
+        self._cluster_suffix = "\x02" + self._cluster_pair
         self.trace_on = "true"
         self.stats = ctl.stats
         from rocketq.store import MessageToStore, PutMessageStatus
@@ -164,6 +182,17 @@ class SendProcessor:
             return request.response(
                 ResponseCode.MESSAGE_ILLEGAL, f"the message properties length over {MAX_PROPERTIES_LENGTH}"
             )
+        if (
+            "DELAY\x01" not in raw_props
+            and "TRAN_MSG\x01" not in raw_props
+            and "CLUSTER\x01" not in raw_props
+            and not (h.sys_flag & TRANSACTION_TYPE_MASK)
+            and not h.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+            and h.topic != SCHEDULE_TOPIC
+        ):
+            fast = self._send_plain(channel, request, h, raw_props)
+            if fast is not None:
+                return fast
         props = string_to_properties(raw_props)
         topic = h.topic
         queue_id = h.queue_id
@@ -210,9 +239,38 @@ class SendProcessor:
             tags_code=tags_code,
         )
         result = ctl.store.put_message(msg)
-        if result.flush_future is not None and props.get("WAIT") == "false":
-            result.flush_future = None  # waitStoreMsgOK=false: answer without waiting for the flush
+        if props.get("WAIT") == "false":  # waitStoreMsgOK=false: answer without waiting for the flush
+            result.flush_future = None
+            result.flush_offset = 0
         # like RocketMQ the response names the requested queue (not the schedule/half/DLQ queue)
+        return self._respond(request, result, h.queue_id)
+
+    def _send_plain(self, channel: Channel, request: RemotingCommand, h: SendMessageRequestHeader, raw: str):
+        """A message needing no property rewrite (no retry/DLQ, transaction, delay, or CLUSTER of its own):
+        store the client's property string plus CLUSTER as is, skipping the dict round trip. None: take the
+        general path (which also owns the exact PROPERTIES_SIZE_EXCEEDED check)."""
+        if raw.endswith("\x02"):  # Java clients end with a separator; the store's layout does not
+            raw = raw[:-1]
+        pb = (raw + self._cluster_suffix if raw else self._cluster_pair).encode()
+        if len(pb) > MAX_PROPERTIES_LENGTH:
+            return None  # the general path normalises first: same limit on the same string as before
+        tags = _last_value(raw, "TAGS")
+        msg = self.MessageToStore(
+            topic=h.topic,
+            queue_id=h.queue_id,
+            body=request.body,
+            flag=h.flag,
+            sys_flag=h.sys_flag,
+            born_timestamp=h.born_timestamp,
+            born_host=born_host_of(channel),
+            reconsume_times=h.reconsume_times or 0,
+            tags_code=tag_hash_code(tags) if tags else 0,
+            properties_raw=pb,
+        )
+        result = self.ctl.store.put_message(msg)
+        if "WAIT\x01false" in raw and _last_value(raw, "WAIT") == "false":
+            result.flush_future = None  # waitStoreMsgOK=false: answer without waiting for the flush
+            result.flush_offset = 0
         return self._respond(request, result, h.queue_id)
 
     def _retry_to_dlq(
@@ -241,8 +299,11 @@ class SendProcessor:
         return None
 
     def _respond(self, request: RemotingCommand, result, queue_id: int):
-        if result.status is self.PUT_OK and result.flush_future is None:  # the common case
-            return self._ok(request, result, ResponseCode.SUCCESS, queue_id)
+        if result.status is self.PUT_OK:
+            if result.flush_offset:  # SYNC_FLUSH: the broker's flush waiter answers
+                return self._wait_flushed(request, result, queue_id)
+            if result.flush_future is None:  # ASYNC_FLUSH: the common case
+                return self._ok(request, result, ResponseCode.SUCCESS, queue_id)
         err = put_status_response(request, result)
         if err is not None:
             return err
@@ -250,6 +311,17 @@ class SendProcessor:
         if fut is not None:
             return self._await_flush(request, result, fut, queue_id)
         return self._ok(request, result, _STATUS_CODE[result.status.name], queue_id)
+
+    def _wait_flushed(self, request: RemotingCommand, result, queue_id: int) -> asyncio.Future:
+        """A future the channel answers from once the flush waiter reports this record's round (no Task)."""
+        fut = self.ctl.loop.create_future()
+        self.ctl.flush_waiter.add(result.flush_offset, partial(self._flushed, fut, request, result, queue_id))
+        return fut
+
+    def _flushed(self, fut: asyncio.Future, request: RemotingCommand, result, queue_id: int, ok: bool):
+        if not fut.done():  # not cancelled (connection closed)
+            code = ResponseCode.SUCCESS if ok else ResponseCode.FLUSH_DISK_TIMEOUT
+            fut.set_result(self._ok(request, result, code, queue_id))
 
     async def _await_flush(self, request: RemotingCommand, result, fut, queue_id: int) -> RemotingCommand:
         try:

@@ -1,0 +1,71 @@
+"""SYNC_FLUSH sends through an in-process broker: acknowledged only once an fdatasync round covers the
+record (the FlushWaiter path), FLUSH_DISK_TIMEOUT after syncFlushTimeout when the disk stalls."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+from rocketq.broker.config import load_config
+from rocketq.broker.controller import BrokerController
+from rocketq.protocol.codes import RequestCode, ResponseCode
+from rocketq.protocol.frame import RemotingCommand
+from rocketq.protocol.message_id import decode_offset_msg_id
+from rocketq.protocol.properties import properties_to_string
+from rocketq.remoting import RemotingClient
+
+
+def _send(topic: str, body: bytes, props: dict[str, str]) -> RemotingCommand:
+    ext = {
+        "a": "PG", "b": topic, "c": "TBW102", "d": "4", "e": "0", "f": "0",
+        "g": str(int(time.time() * 1000)), "h": "0", "i": properties_to_string(props), "j": "0", "k": "false",
+    }  # fmt: skip
+    return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body)
+
+
+def test_sync_flush_send_waits_for_fdatasync_and_times_out_on_a_stalled_disk(tmp_path, monkeypatch):
+    real = os.fdatasync
+    stall = [0.0]
+
+    def fdatasync(fd):
+        if stall[0]:
+            time.sleep(stall[0])
+        real(fd)
+
+    monkeypatch.setattr(os, "fdatasync", fdatasync)
+
+    async def go():
+        cfg = load_config(None, {
+            "storePathRootDir": str(tmp_path), "listenPort": 0, "brokerIP1": "127.0.0.1",
+            "flushDiskType": "SYNC_FLUSH", "syncFlushTimeout": 300,
+        })  # fmt: skip
+        ctl = BrokerController(cfg)
+        await ctl.start()
+        try:
+            assert ctl.flush_waiter is not None
+            addr = ctl.broker_addr
+            async with RemotingClient() as c:
+                ext = {"topic": "SF", "readQueueNums": "1", "writeQueueNums": "1", "perm": "6"}
+                r = await c.invoke(addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, ext))
+                assert r.code == ResponseCode.SUCCESS
+                rs = await asyncio.gather(*(c.invoke(addr, _send("SF", b"x" * 100, {})) for _ in range(20)))
+                for r in rs:
+                    assert r.code == ResponseCode.SUCCESS, r.remark
+                    assert ctl.store.flushed_phy_offset > decode_offset_msg_id(r.ext_fields["msgId"]).offset
+                # WAIT=false does not wait (answered even while the disk stalls)
+                stall[0] = 1.0
+                t0 = time.monotonic()
+                r = await c.invoke(addr, _send("SF", b"w", {"WAIT": "false"}))
+                assert r.code == ResponseCode.SUCCESS and time.monotonic() - t0 < 0.5
+                r = await c.invoke(addr, _send("SF", b"late", {"TAGS": "t"}), 5.0)
+                assert r.code == ResponseCode.FLUSH_DISK_TIMEOUT
+                assert time.monotonic() - t0 < 0.95  # answered by the timeout, not by the stalled round
+                stall[0] = 0.0
+                await asyncio.sleep(1.2)
+                r = await c.invoke(addr, _send("SF", b"ok", {}))
+                assert r.code == ResponseCode.SUCCESS
+        finally:
+            await ctl.shutdown()
+
+    asyncio.run(go())
