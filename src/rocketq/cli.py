@@ -19,6 +19,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("rocketq.bench_cli:main", "benchmarks"),
 }
 
+# subcommands that run a broker (event loop + store threads): they get the broker's interpreter settings
+BROKER_COMMANDS = frozenset(("broker", "standalone"))
+
 USAGE = (
     "usage: rocketq {"
     + ",".join(SUBCOMMANDS)
@@ -28,6 +31,10 @@ USAGE = (
 
 
 def _run(target: str, argv: list[str]) -> int:
+    if target in (SUBCOMMANDS[c][0] for c in BROKER_COMMANDS):
+        from rocketq.runtime import apply_broker_runtime
+
+        apply_broker_runtime()
     module_name, func_name = target.split(":")
     try:
         module = importlib.import_module(module_name)
