@@ -46,7 +46,7 @@ class Plan:
     windows: list[int] = field(default_factory=lambda: [1, 64])
     batch: int = 32  # rocketq batch send: messages per request
     seconds: float = 1.0  # closed-loop max-rate phase
-    lat_seconds: float = 1.0  # open-loop latency phase
+    lat_seconds: float = 3.0  # open-loop latency phase (p99 from >= 30 samples even at W=1, tier A)
     lat_fraction: float = 0.5  # open-loop rate = this x the cell's max rate
     lat_curve: tuple[float, ...] = (0.1, 0.8)  # extra fractions, on the 1 KiB W=64 cell only
     warmup_s: float = 0.2
