@@ -8,6 +8,7 @@ offset, and the inline ConsumeQueue unit. CRC and the property string are comput
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -26,7 +27,7 @@ from rocketq.protocol.record import (
 )
 
 from . import faultfs
-from .config import StoreConfig
+from .config import FlushDiskType, StoreConfig
 from .mapped_file import MappedFile
 from .mapped_file_queue import AllocateMappedFileService, MappedFileQueue
 from .types import MessageToStore, PutMessageStatus
@@ -52,6 +53,12 @@ class CommitLog:
         self.msg_id = offset_msg_id_encoder(store_host[0], store_host[1])  # phys offset -> offsetMsgId
         self.max_message_size = config.max_message_size
         self.append_ts = 0  # store timestamp of the newest appended record
+        # SYNC_FLUSH writes records with pwrite() into the segment instead of storing through the mapping:
+        # after a burst of stores through a mapping, every later fdatasync of the file costs 2-4x more here
+        # (bench/mmap_fsync_bench.py), and fdatasync is on the acknowledgement path. Reads still go through
+        # the mapping (same page cache). ASYNC_FLUSH keeps the zero-syscall store into the mapping.
+        self._pwrite = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
+        self._scratch = bytearray(self.max_message_size) if self._pwrite else bytearray()
         self.confirm_offset = -1
         self._tail: MappedFile | None = None
         # ConsumeQueues, written inline under the put lock (set by MessageStore)
@@ -125,11 +132,15 @@ class CommitLog:
             qoff = self.topic_queue_table.get(key, 0) if consumable else 0
             pos = mf.wrote_position
             phys = mf.file_from_offset + pos
+            pw = self._pwrite
+            buf, at = (self._scratch, 0) if pw else (mf.mm, pos)
             encode_record_into(
-                mf.mm, pos, body, tb, pb, qid, msg.flag, qoff, phys, sys_flag, msg.born_timestamp, born_ip4,
+                buf, at, body, tb, pb, qid, msg.flag, qoff, phys, sys_flag, msg.born_timestamp, born_ip4,
                 born_host[1], store_ts, self.store_ip4, self.store_port, msg.reconsume_times,
                 msg.prepared_transaction_offset, crc,
             )  # fmt: skip
+            if pw and not self._write_at(mf, memoryview(buf)[:size], pos):
+                return PutMessageStatus.UNKNOWN_ERROR
             mf.wrote_position = pos + size
             mf.store_timestamp = store_ts
             self.append_ts = store_ts
@@ -172,17 +183,22 @@ class CommitLog:
             first_qoff = qoff = self.topic_queue_table.get(key, 0)
             pos = mf.wrote_position
             first_phys = mf.file_from_offset + pos
-            mm = mf.mm
+            # SYNC_FLUSH: encode the whole batch into one buffer and pwrite it once (see __init__)
+            buf = bytearray(total) if self._pwrite else mf.mm
+            at = 0 if self._pwrite else pos
             for (m, pb, crc, _), size in zip(items, sizes, strict=True):
                 phys = mf.file_from_offset + pos
                 encode_record_into(
-                    mm, pos, m.body, tb, pb, queue_id, m.flag, qoff, phys, m.sys_flag, m.born_timestamp,
+                    buf, at, m.body, tb, pb, queue_id, m.flag, qoff, phys, m.sys_flag, m.born_timestamp,
                     ip4_bytes(m.born_host[0]), m.born_host[1], store_ts, store_ip4, store_port,
                     m.reconsume_times, m.prepared_transaction_offset, crc,
                 )  # fmt: skip
                 phys_list.append(phys)
                 pos += size
+                at += size
                 qoff += 1
+            if self._pwrite and not self._write_at(mf, buf, mf.wrote_position):
+                return PutMessageStatus.UNKNOWN_ERROR
             mf.wrote_position = pos
             mf.store_timestamp = store_ts
             self.append_ts = store_ts
@@ -192,6 +208,20 @@ class CommitLog:
             ):
                 cq_dispatch(phys, size, tags_code, q, topic, queue_id, store_ts)
         return first_phys, total, first_qoff, store_ts, phys_list
+
+    @staticmethod
+    def _write_at(mf: MappedFile, data: memoryview | bytearray, pos: int) -> bool:
+        """pwrite data at pos of the segment; False on failure (the caller then acknowledges nothing and
+        leaves the wrote position where it was)."""
+        try:
+            n = os.pwrite(mf.fd, data, pos)
+        except OSError as e:
+            log.error("commitlog: write to %s at %d failed: %s", mf.path, pos, e)
+            return False
+        if n != len(data):
+            log.error("commitlog: short write to %s at %d (%d of %d bytes)", mf.path, pos, n, len(data))
+            return False
+        return True
 
     # --- read ---
     def get_data(self, phys_offset: int, size: int) -> memoryview | None:

@@ -103,6 +103,11 @@ class MappedFile:
         self.wrote_position = 0
         self.flushed_position = 0
 
+    @property
+    def fd(self) -> int:
+        """The segment's file descriptor (SYNC_FLUSH appends pwrite through it)."""
+        return self._fd
+
     # --- positions ---
     @property
     def file_end_offset(self) -> int:
