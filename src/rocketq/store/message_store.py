@@ -15,6 +15,7 @@ import struct
 import time
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future
 
 from rocketq.protocol.properties import (
     MAX_PROPERTIES_LENGTH,
@@ -485,6 +486,14 @@ class MessageStore:
         table = self._delay_table
         return lambda store_ts: compute_tags_code(SCHEDULE_TOPIC, props, store_ts, table)
 
+    def _request_flush(self, end: int) -> tuple[Future[bool] | None, int]:
+        """SYNC_FLUSH: ask for a group-commit round covering end. With a flush listener the caller waits for
+        end itself (returns (None, end)); otherwise it gets the store's Future (returns (future, 0))."""
+        if self._flush_nowait:
+            self.flush_service.request_nowait(end)  # type: ignore[union-attr]
+            return None, end
+        return self.flush_service.request(end), 0  # type: ignore[union-attr]
+
     def put_message(self, msg: MessageToStore) -> PutMessageResult:
         tb = self._topic_bytes.get(msg.topic) if self._writable else None
         if tb is None or self.clean.disk_full:
@@ -519,15 +528,7 @@ class MessageStore:
         phys, size, qoff, store_ts = r  # type: ignore[misc]
         self.put_count += 1
         self.put_bytes += size
-        fut = None
-        end = 0
-        if self._sync:
-            end = phys + size
-            if self._flush_nowait:
-                self.flush_service.request_nowait(end)  # type: ignore[union-attr]
-            else:
-                fut = self.flush_service.request(end)  # type: ignore[union-attr]
-                end = 0
+        fut, end = self._request_flush(phys + size) if self._sync else (None, 0)
         listener = self._listener
         if listener is not None:
             listener(msg.topic, msg.queue_id, qoff + 1)
@@ -565,15 +566,7 @@ class MessageStore:
         first_phys, total, first_qoff, store_ts, phys_list = r  # type: ignore[misc]
         self.put_count += len(messages)
         self.put_bytes += total
-        fut = None
-        end = 0
-        if self._sync:
-            end = first_phys + total
-            if self._flush_nowait:
-                self.flush_service.request_nowait(end)  # type: ignore[union-attr]
-            else:
-                fut = self.flush_service.request(end)  # type: ignore[union-attr]
-                end = 0
+        fut, end = self._request_flush(first_phys + total) if self._sync else (None, 0)
         listener = self._listener
         if listener is not None:
             listener(topic, queue_id, first_qoff + len(messages))
