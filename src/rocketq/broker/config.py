@@ -60,6 +60,8 @@ _KEYS: dict[str, tuple[type, Any]] = {
     "maxHashSlotNum": (int, 5_000_000),
     "maxIndexNum": (int, 20_000_000),
     "messageIndexEnable": (bool, True),
+    "commitLogWarmAheadEnable": (bool, True),  # rocketq: SYNC_FLUSH zeros ahead of the writer (store/warm.py)
+    "commitLogWarmAheadBytes": (int, 8 << 20),
     "flushDelayOffsetInterval": (int, 10_000),
     "flushConsumerOffsetInterval": (int, 5000),
     # topics / groups

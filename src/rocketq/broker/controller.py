@@ -69,6 +69,8 @@ def store_config_of(cfg: BrokerConfig):
         max_hash_slot_num=cfg["maxHashSlotNum"],
         max_index_num=cfg["maxIndexNum"],
         message_index_enable=cfg["messageIndexEnable"],
+        warm_ahead_enable=cfg["commitLogWarmAheadEnable"],
+        warm_ahead_bytes=cfg["commitLogWarmAheadBytes"],
         broker_role=cfg["brokerRole"],
         message_delay_level=cfg["messageDelayLevel"],
         max_transfer_bytes_on_message_in_memory=cfg["maxTransferBytesOnMessageInMemory"],

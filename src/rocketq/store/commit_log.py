@@ -88,6 +88,8 @@ class CommitLog:
             if mf is not None and mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
                 pos = mf.wrote_position
                 if pos < self.file_size:
+                    if pos + BLANK.size > mf.warm_limit:
+                        mf.warm_claim(pos + BLANK.size)
                     BLANK.pack_into(mf.mm, pos, self.file_size - pos, BLANK_MAGIC_CODE)
                     mf.wrote_position = self.file_size
                 mf = self.mfq.get_last_mapped_file(0)
@@ -139,8 +141,11 @@ class CommitLog:
                 born_host[1], store_ts, self.store_ip4, self.store_port, msg.reconsume_times,
                 msg.prepared_transaction_offset, crc,
             )  # fmt: skip
-            if pw and not self._write_at(mf, memoryview(buf)[:size], pos):
-                return PutMessageStatus.UNKNOWN_ERROR
+            if pw:
+                if pos + size > mf.warm_limit:
+                    mf.warm_claim(pos + size)
+                if not self._write_at(mf, memoryview(buf)[:size], pos):
+                    return PutMessageStatus.UNKNOWN_ERROR
             mf.wrote_position = pos + size
             mf.store_timestamp = store_ts
             self.append_ts = store_ts
@@ -197,8 +202,11 @@ class CommitLog:
                 pos += size
                 at += size
                 qoff += 1
-            if self._pwrite and not self._write_at(mf, buf, mf.wrote_position):
-                return PutMessageStatus.UNKNOWN_ERROR
+            if self._pwrite:
+                if pos > mf.warm_limit:
+                    mf.warm_claim(pos)
+                if not self._write_at(mf, buf, mf.wrote_position):
+                    return PutMessageStatus.UNKNOWN_ERROR
             mf.wrote_position = pos
             mf.store_timestamp = store_ts
             self.append_ts = store_ts

@@ -49,6 +49,9 @@ class StoreConfig:
     max_transfer_count_on_message_in_memory: int = 32
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
     preallocate_commitlog: bool = True  # posix_fallocate new segments: disk full fails the roll, not a write
+    # SYNC_FLUSH: keep the CommitLog's blocks this far ahead of the writer written with zeros (store/warm.py)
+    warm_ahead_enable: bool = True
+    warm_ahead_bytes: int = 8 << 20
 
     def __post_init__(self) -> None:
         if isinstance(self.flush_disk_type, str):

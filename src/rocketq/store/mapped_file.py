@@ -73,6 +73,10 @@ class MappedFile:
         "path",
         "store_timestamp",
         "view",
+        "warm_end",
+        "warm_limit",
+        "warm_lock",
+        "warm_writer_end",
         "wrote_position",
     )
 
@@ -102,6 +106,22 @@ class MappedFile:
         self.view = memoryview(self.mm)
         self.wrote_position = 0
         self.flushed_position = 0
+        # Warm-ahead bookkeeping (store/warm.py): a writer stores below warm_limit without coordination;
+        # the default (the file size) means no warmer owns this segment.
+        self.warm_limit = file_size
+        self.warm_end = 0
+        self.warm_writer_end = 0
+        self.warm_lock: threading.Lock | None = None
+
+    def warm_claim(self, end: int) -> None:
+        """The writer is about to store up to end, past warm_limit: wait out a zero chunk in flight and
+        keep later chunks beyond end (see store/warm.py)."""
+        lock = self.warm_lock
+        if lock is None:
+            return
+        with lock:
+            if end > self.warm_writer_end:
+                self.warm_writer_end = end
 
     @property
     def fd(self) -> int:

@@ -12,6 +12,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from .mapped_file import MappedFile, file_name_of
@@ -24,6 +25,7 @@ class AllocateMappedFileService:
 
     def __init__(self, preallocate: bool = True) -> None:
         self.preallocate = preallocate
+        self.on_created: Callable[[MappedFile], None] | None = None  # runs on the allocator thread
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="AllocateMappedFile")
         self._requests: dict[str, Future[MappedFile]] = {}
         self._lock = threading.Lock()
@@ -33,7 +35,17 @@ class AllocateMappedFileService:
         with self._lock:
             if self._stopped or path in self._requests:
                 return
-            self._requests[path] = self._pool.submit(MappedFile, path, file_size, self.preallocate)
+            self._requests[path] = self._pool.submit(self._make, path, file_size)
+
+    def _make(self, path: str, file_size: int) -> MappedFile:
+        mf = MappedFile(path, file_size, self.preallocate)
+        hook = self.on_created
+        if hook is not None:
+            try:
+                hook(mf)
+            except Exception:  # an optimisation only: the segment is usable without it
+                log.exception("after creating %s", path)
+        return mf
 
     def take(self, path: str, file_size: int) -> MappedFile:
         """The file at path: the preallocated one if requested (waits if in progress), else a new one."""

@@ -89,6 +89,7 @@ class MessageStore:
         self.index_dispatcher: IndexDispatchService | None = None
         self.flush_service: FlushRealTimeService | GroupCommitService | None = None
         self.cq_flush_service: FlushConsumeQueueService | None = None
+        self.warm_service = None  # WarmAheadService under SYNC_FLUSH (store/warm.py)
         self._listener: Callable[[str, int, int], None] | None = None
         self._flush_listener: Callable[[int], None] | None = None
         self._flush_nowait = False  # SYNC_FLUSH and a flush listener: puts return flush_offset, no Future
@@ -195,6 +196,12 @@ class MessageStore:
         from . import cleanup
 
         self.clean = cleanup.for_message_store(self)
+        if self._sync and cfg.warm_ahead_enable and cfg.warm_ahead_bytes > 0:
+            from .warm import WarmAheadService, prewarm_new_segment
+
+            self.allocator.on_created = prewarm_new_segment(cfg.warm_ahead_bytes)
+            self.warm_service = WarmAheadService(self.commit_log, cfg.warm_ahead_bytes)
+            self.warm_service.start()
         self.flush_service.start()
         self.cq_flush_service.start()
         self.clean.start()
@@ -409,6 +416,8 @@ class MessageStore:
             self.clean.shutdown()
         if self.index_dispatcher is not None:
             self.index_dispatcher.shutdown(drain=True)
+        if self.warm_service is not None:
+            self.warm_service.shutdown()
         if self.flush_service is not None:
             self.flush_service.shutdown()
         if self.cq_flush_service is not None:
