@@ -1,5 +1,5 @@
-"""SYNC_FLUSH warm-ahead (store/warm.py): zeros are written ahead of the CommitLog writer so that blocks are no
-longer unwritten extents when records land there, and the zeros never overwrite a record."""
+"""SYNC_FLUSH warm-ahead (store/warm.py): zeros are written ahead of the CommitLog writer so that blocks are
+no longer unwritten extents when records land there, and the zeros never overwrite a record."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def test_blocks_ahead_of_the_writer_are_written_and_the_rest_stays_preallocated(
             pytest.skip("the filesystem has no unwritten extents to observe (FIEMAP)")
         start = (seg.wrote_position + 4095) // 4096 * 4096 + (256 << 10)  # past the restart margin
         assert unwritten_bytes(seg.path, start, seg.warm_end - start) == 0
-        # far beyond the zeros the segment is still only preallocated: the zeros are bounded, not the whole file
+        # far beyond the zeros the segment is still only preallocated: the zeros are bounded
         far = seg.warm_end + (1 << 20)
         assert unwritten_bytes(seg.path, far, 1 << 20) == 1 << 20
         assert s.warm_service.warmer.bytes_warmed > 0
@@ -119,7 +119,7 @@ def test_zeros_never_land_on_records_while_writers_race_the_filler(tmp_path, mon
             with lock:
                 sent[(qid, r.queue_offset)] = body
             if i % 10 == 9:
-                time.sleep(0.001)  # let the filler in even when the machine is busy (it must race, not starve)
+                time.sleep(0.001)  # let the filler in on a busy machine (it must race, not starve)
 
     try:
         assert s.put_message(msg(queue_id=4, body=b"first")).ok  # the filler adopts this segment
