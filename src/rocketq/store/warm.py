@@ -108,7 +108,7 @@ class SegmentWarmer:
             try:
                 os.pwrite(self._fd, memoryview(self._zeros)[:n], start)
             except OSError as e:
-                log.warning("commitlog warm-ahead: write to %s at %d failed, stopping there: %s", mf.path, start, e)
+                log.warning("commitlog warm-ahead: writing %s at %d failed: %s", mf.path, start, e)
                 mf.warm_end = mf.warm_limit = mf.file_size  # never touch this segment again
                 return False
             mf.warm_end = mf.warm_limit = start + n
