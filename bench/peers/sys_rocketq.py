@@ -27,6 +27,10 @@ class RocketqServer(Server):
                 f"brokerClusterName=DefaultCluster\nbrokerName=broker-a\nflushDiskType={flush}\n"
                 f"haListenPort={free_port()}\nautoCreateTopicEnable=false\n"
             )
+            # experiments only (A/B of a broker setting): extra broker.conf lines, ';'-separated
+            for line in os.environ.get("ROCKETQ_BENCH_BROKER_CONF", "").split(";"):
+                if line.strip():
+                    f.write(line.strip() + "\n")
 
     def command(self) -> list[str]:
         return [

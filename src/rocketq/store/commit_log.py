@@ -28,11 +28,13 @@ from rocketq.protocol.record import (
 
 from . import faultfs
 from .config import FlushDiskType, StoreConfig
-from .mapped_file import MappedFile
+from .mapped_file import OS_PAGE_SIZE, MappedFile
 from .mapped_file_queue import AllocateMappedFileService, MappedFileQueue
 from .types import MessageToStore, PutMessageStatus
 
 log = logging.getLogger(__name__)
+
+_ZEROS = memoryview(bytes(OS_PAGE_SIZE))
 
 # (phys_offset, size, tags_code, queue_offset, topic, queue_id, store_timestamp) -> None, under the lock
 CQDispatch = Callable[[int, int, int, int, str, int, int], None]
@@ -58,7 +60,10 @@ class CommitLog:
         # (bench/mmap_fsync_bench.py), and fdatasync is on the acknowledgement path. Reads still go through
         # the mapping (same page cache). ASYNC_FLUSH keeps the zero-syscall store into the mapping.
         self._pwrite = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
-        self._scratch = bytearray(self.max_message_size) if self._pwrite else bytearray()
+        # Each write is padded with zeros to the next page boundary: a partial write into a page that is not
+        # cached makes the kernel read the block first when it is already written on disk (as the warm-ahead
+        # zeros make it, store/warm.py); a write that covers the page to its end never needs that read.
+        self._scratch = bytearray(self.max_message_size + OS_PAGE_SIZE) if self._pwrite else bytearray()
         self.confirm_offset = -1
         self._tail: MappedFile | None = None
         # ConsumeQueues, written inline under the put lock (set by MessageStore)
@@ -142,9 +147,13 @@ class CommitLog:
                 msg.prepared_transaction_offset, crc,
             )  # fmt: skip
             if pw:
-                if pos + size > mf.warm_limit:
-                    mf.warm_claim(pos + size)
-                if not self._write_at(mf, memoryview(buf)[:size], pos):
+                end = pos + size
+                pad = min(-end % OS_PAGE_SIZE, self.file_size - end)
+                if pad:
+                    buf[size : size + pad] = _ZEROS[:pad]
+                if end + pad > mf.warm_limit:
+                    mf.warm_claim(end + pad)
+                if not self._write_at(mf, memoryview(buf)[: size + pad], pos):
                     return PutMessageStatus.UNKNOWN_ERROR
             mf.wrote_position = pos + size
             mf.store_timestamp = store_ts
@@ -189,7 +198,8 @@ class CommitLog:
             pos = mf.wrote_position
             first_phys = mf.file_from_offset + pos
             # SYNC_FLUSH: encode the whole batch into one buffer and pwrite it once (see __init__)
-            buf = bytearray(total) if self._pwrite else mf.mm
+            pad = min(-(pos + total) % OS_PAGE_SIZE, self.file_size - pos - total) if self._pwrite else 0
+            buf = bytearray(total + pad) if self._pwrite else mf.mm  # zero padding: see __init__
             at = 0 if self._pwrite else pos
             for (m, pb, crc, _), size in zip(items, sizes, strict=True):
                 phys = mf.file_from_offset + pos
@@ -203,8 +213,8 @@ class CommitLog:
                 at += size
                 qoff += 1
             if self._pwrite:
-                if pos > mf.warm_limit:
-                    mf.warm_claim(pos)
+                if pos + pad > mf.warm_limit:
+                    mf.warm_claim(pos + pad)
                 if not self._write_at(mf, buf, mf.wrote_position):
                     return PutMessageStatus.UNKNOWN_ERROR
             mf.wrote_position = pos

@@ -37,7 +37,8 @@ def test_sync_flush_records_are_written_with_pwrite_and_read_back(tmp_path, monk
         r1 = s.put_message(msg(body=b"one", keys="k1"))
         r2 = s.put_messages("T", 0, [msg(body=f"b{i}".encode()) for i in range(3)])
         assert r1.ok and r2.ok
-        assert calls == [r1.wrote_bytes, r2.wrote_bytes]  # one write per message, one per batch
+        # one write per message, one per batch, each padded with zeros to the end of its last page
+        assert calls == [r.wrote_bytes + -(r.wrote_offset + r.wrote_bytes) % 4096 for r in (r1, r2)]
         ms = _read_all(s, "T", 0)
         assert [bytes(m.body) for m in ms] == [b"one", b"b0", b"b1", b"b2"]
         assert [m.queue_offset for m in ms] == [0, 1, 2, 3]
