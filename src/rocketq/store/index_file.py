@@ -269,6 +269,53 @@ class IndexFile:
         self._write_header()
         return True
 
+    def put_keys(self, flat: list[int], i: int) -> int:
+        """put_key for each (hash, phyOffset, storeTimestamp) triple of flat from index i on, stopping when
+        the file is full; returns the index of the first triple not written. The same bytes as put_key one
+        by one, with the file's state in locals and the header written once."""
+        count = self.index_count
+        num = self.index_num
+        n = len(flat)
+        if count >= num or i >= n:
+            return i
+        mm = self._mm
+        slots = self.hash_slot_num
+        base = self._entries_base
+        unpack_slot = _SLOT.unpack_from
+        pack_slot = _SLOT.pack_into
+        pack_entry = _ENTRY.pack_into
+        if count <= 1:
+            self.begin_phy_offset = flat[i + 1]
+            self.begin_timestamp = flat[i + 2]
+        begin_ts = self.begin_timestamp
+        end_ts = self.end_timestamp
+        used = self.hash_slot_count
+        while i < n and count < num:
+            h = flat[i]
+            ts = flat[i + 2]
+            slot_pos = INDEX_HEADER_SIZE + (h % slots) * HASH_SLOT_SIZE
+            prev = unpack_slot(mm, slot_pos)[0]
+            if prev <= INVALID_INDEX or prev > count:
+                prev = INVALID_INDEX
+                used += 1
+            diff = (ts - begin_ts) // 1000
+            if diff < 0:
+                diff = 0
+            elif diff > _INT32_MAX:
+                diff = _INT32_MAX
+            pack_entry(mm, base + count * INDEX_ENTRY_SIZE, h, flat[i + 1], diff, prev)
+            pack_slot(mm, slot_pos, count)
+            count += 1
+            if ts > end_ts:
+                end_ts = ts
+            i += 3
+        self.index_count = count
+        self.hash_slot_count = used
+        self.end_phy_offset = flat[i - 2]
+        self.end_timestamp = end_ts
+        self._write_header()
+        return i
+
     # ---------------------------------------------------------------- read
     def entry(self, i: int) -> tuple[int, int, int, int]:
         return _ENTRY.unpack_from(self._mm, self._entries_base + i * INDEX_ENTRY_SIZE)
@@ -618,6 +665,87 @@ class IndexService:
                 # dispatch
                 self._note_rebuild(phy_offset)
                 log.error("index: cannot index offset %d: %s", phy_offset, e)
+
+    def build_index_raw(self, records: list[tuple[bytes, bytes | None, bytes | None, int, int]]) -> None:
+        """build_index for a batch of (topic, KEYS, UNIQ_KEY, phyOffset, storeTimestamp) with the strings as
+        stored (UTF-8 bytes), in CommitLog order: one lock and one header write per batch, no str per ASCII
+        key. Same entries as build_index record by record; a record at or below the newest indexed offset
+        (recovery replay) takes the build_index path itself."""
+        with self._lock:
+            f = self._files[-1] if self._files else None
+            last = f.end_phy_offset if f is not None and f.index_count > 1 else -1
+            flat: list[int] = []  # (hash, phyOffset, storeTimestamp) triples
+            for topic, keys, uniq, phy, ts in records:
+                if not keys and not uniq:
+                    continue
+                if phy <= last:
+                    f = self._put_flat(f, flat)
+                    flat = []
+                    try:
+                        t = topic.decode("utf-8")
+                    except UnicodeDecodeError:
+                        continue  # garbled record
+                    self.build_index(
+                        t,
+                        keys.decode("utf-8", "replace") if keys else None,
+                        uniq.decode("utf-8", "replace") if uniq else None,
+                        phy,
+                        ts,
+                    )
+                    f = self._files[-1] if self._files else None
+                    last = f.end_phy_offset if f is not None and f.index_count > 1 else -1
+                    continue
+                ph = _raw_prefix_hash(topic)
+                if ph is None:
+                    continue  # not UTF-8: a garbled record
+                if f is None:  # build_index creates the first file even for a record of blank KEYS
+                    try:
+                        os.makedirs(self.dir, exist_ok=True)
+                        f = self._new_file()
+                    except OSError as e:
+                        self._note_rebuild(phy)
+                        log.error("index: cannot index offset %d: %s", phy, e)
+                        continue
+                n0 = len(flat)
+                if uniq:
+                    flat += (raw_key_hash(ph, uniq), phy, ts)
+                if keys:
+                    if keys.isascii():
+                        for k in keys.split(b" "):
+                            if k:
+                                flat += (raw_key_hash(ph, k), phy, ts)
+                    else:
+                        for ks in keys.decode("utf-8", "replace").split(" "):
+                            if ks:
+                                flat += (_combine(ph, ks), phy, ts)
+                if len(flat) > n0:
+                    last = phy
+            self._put_flat(f, flat)
+
+    def _put_flat(self, f: IndexFile | None, flat: list[int]) -> IndexFile | None:
+        """Write (hash, phyOffset, storeTimestamp) triples, rolling to new files as they fill up. Caller holds
+        the lock. A file that cannot be created costs its record's remaining keys, as in build_index."""
+        i = 0
+        n = len(flat)
+        while i < n:
+            try:
+                if f is None:
+                    os.makedirs(self.dir, exist_ok=True)
+                    f = self._new_file()
+                j = f.put_keys(flat, i)
+                if j == i:
+                    if f.index_count <= 1:
+                        j += 3  # a file too small for even one entry: drop it, as put_key's False would
+                    else:
+                        f = self._new_file()
+                i = j
+            except OSError as e:
+                phy = flat[i + 1]
+                self._note_rebuild(phy)
+                log.error("index: cannot index offset %d: %s", phy, e)
+                while i < n and flat[i + 1] == phy:
+                    i += 3
+        return f
 
     def _put(self, f: IndexFile, h: int, phy_offset: int, store_timestamp: int, done: set[int]) -> IndexFile:
         if done:
