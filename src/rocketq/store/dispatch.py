@@ -203,9 +203,9 @@ def goes_to_consume_queue(sys_flag: int, topic: str) -> bool:
     return t == sf.TRANSACTION_NOT_TYPE or t == sf.TRANSACTION_COMMIT_TYPE or topic == TRANS_HALF_TOPIC
 
 
-def _prop_value(mm, name: bytes, start: int, end: int) -> str | None:
+def _prop_raw(mm, name: bytes, start: int, end: int) -> bytes | None:
     """Value of property `name` (given as b"NAME\x01") in the property string mm[start:end], found in place
-    (no parsing of the whole string, no copies beyond the value itself)."""
+    (no parsing of the whole string) and returned as stored (UTF-8 bytes)."""
     i = mm.find(name, start, end)
     while i > start and mm[i - 1] != 2:  # must start a key\x01value segment
         i = mm.find(name, i + 1, end)
@@ -213,36 +213,52 @@ def _prop_value(mm, name: bytes, start: int, end: int) -> str | None:
         return None
     v = i + len(name)
     j = mm.find(b"\x02", v, end)
-    return mm[v : (end if j < 0 else j)].decode("utf-8", "replace")
+    return mm[v : (end if j < 0 else j)]
 
 
-def _index_fields(
-    mm, view: memoryview, pos: int, rec_end: int
-) -> tuple[str, str | None, str | None, int, int] | None:
-    """(topic, KEYS, UNIQ_KEY, store timestamp, sysflag) of a complete record; None if garbled."""
+# sysflag, store timestamp and body length of a record whose hosts are IPv4 (offsets 36, 56, 84)
+_REC_V4 = struct.Struct(">36xi16xq20xi")
+_HOST_V6 = sf.BORNHOST_V6_FLAG | sf.STOREHOST_ADDRESS_V6_FLAG
+
+
+def _index_fields_raw(
+    mm, view: memoryview, pos: int, rec_end: int, magic: int
+) -> tuple[bytes, bytes | None, bytes | None, int] | None:
+    """(topic, KEYS, UNIQ_KEY, store timestamp) of a complete record, strings as stored (UTF-8 bytes);
+    None if it has neither key, is a rolled-back transaction record, or is garbled. Only the property
+    string is searched, not the body."""
     try:
-        sys_flag = _I32.unpack_from(view, pos + 36)[0]
-        p = pos + 48 + (20 if sys_flag & sf.BORNHOST_V6_FLAG else 8)
-        store_ts = _I64.unpack_from(view, p)[0]
-        p += 8 + (20 if sys_flag & sf.STOREHOST_ADDRESS_V6_FLAG else 8) + 12
-        p += 4 + _I32.unpack_from(view, p)[0]
-        if _I32.unpack_from(view, pos + 4)[0] == MAGIC_CODE_V2:
+        sys_flag, store_ts, blen = _REC_V4.unpack_from(view, pos)
+        if (sys_flag & sf.TRANSACTION_TYPE_MASK) == sf.TRANSACTION_ROLLBACK_TYPE:
+            return None
+        if sys_flag & _HOST_V6:
+            p = pos + 48 + (20 if sys_flag & sf.BORNHOST_V6_FLAG else 8)
+            store_ts = _I64.unpack_from(view, p)[0]
+            p += 8 + (20 if sys_flag & sf.STOREHOST_ADDRESS_V6_FLAG else 8) + 12
+            blen = _I32.unpack_from(view, p)[0]
+            p += 4 + blen
+        else:
+            p = pos + 88 + blen
+        if magic == MAGIC_CODE_V2:
             tlen = _I16.unpack_from(view, p)[0]
             p += 2
         else:
             tlen = view[p]
             p += 1
-        topic = str(view[p : p + tlen], "utf-8")
+        t = p
         p += tlen
         plen = _I16.unpack_from(view, p)[0]
-        p += 2
-        if plen < 0 or p + plen > rec_end:
-            return None
-    except (struct.error, UnicodeDecodeError, IndexError):
+    except (struct.error, IndexError):
         return None
-    keys = _prop_value(mm, b"KEYS\x01", p, p + plen)
-    uniq = _prop_value(mm, b"UNIQ_KEY\x01", p, p + plen)
-    return topic, keys, uniq, store_ts, sys_flag
+    p += 2
+    end = p + plen
+    if plen <= 0 or end > rec_end:
+        return None
+    keys = _prop_raw(mm, b"KEYS\x01", p, end)
+    uniq = _prop_raw(mm, b"UNIQ_KEY\x01", p, end)
+    if not keys and not uniq:
+        return None
+    return mm[t : t + tlen], keys, uniq, store_ts
 
 
 class IndexHook(Protocol):
@@ -251,6 +267,8 @@ class IndexHook(Protocol):
     def build_index(
         self, topic: str, keys: str | None, uniq_key: str | None, phy_offset: int, store_timestamp: int
     ) -> None: ...
+
+    def build_index_raw(self, records: list[tuple[bytes, bytes | None, bytes | None, int, int]]) -> None: ...
 
     @property
     def end_phy_offset(self) -> int: ...
@@ -325,7 +343,8 @@ class IndexDispatchService:
         """Index records from next_offset up to the CommitLog end; True if anything was consumed.
         The inner loop walks one segment's records with local variables only (it is per-record work)."""
         mfq = self.commit_log.mfq
-        build = self.index.build_index
+        build = self.index.build_index_raw
+        fields = _index_fields_raw
         unpack = _BLANK_HEAD.unpack_from
         progressed = False
         n = 0
@@ -342,6 +361,7 @@ class IndexDispatchService:
             wrote = mf.wrote_position
             view = mf.view
             mm = mf.mm
+            batch: list[tuple[bytes, bytes | None, bytes | None, int, int]] = []
             while pos < wrote and n < max_records:
                 size, magic = unpack(view, pos)
                 if magic == BLANK_MAGIC_CODE:
@@ -352,15 +372,16 @@ class IndexDispatchService:
                     log.error("index dispatch: unreadable record at %d, skipping to the end", base + pos)
                     pos = wrote
                     break
-                # most records carry neither KEYS nor UNIQ_KEY: skip them without decoding
-                if mm.find(b"KEYS\x01", pos, rec_end) >= 0 or mm.find(b"UNIQ_KEY\x01", pos, rec_end) >= 0:
-                    parsed = _index_fields(mm, view, pos, rec_end)
-                    if parsed is not None:
-                        topic, keys, uniq, store_ts, sys_flag = parsed
-                        if (sys_flag & sf.TRANSACTION_TYPE_MASK) != sf.TRANSACTION_ROLLBACK_TYPE:
-                            build(topic, keys, uniq, base + pos, store_ts)
+                r = fields(mm, view, pos, rec_end, magic)
+                if r is not None:
+                    batch.append((r[0], r[1], r[2], base + pos, r[3]))
+                    if len(batch) >= 1024:  # bounds how long a query waits for the index lock
+                        build(batch)
+                        batch = []
                 pos = rec_end
                 n += 1
+            if batch:
+                build(batch)  # before next_offset moves: a failed batch is re-read (replay skips the done)
             if base + pos != off:
                 progressed = True
             self.next_offset = base + pos
