@@ -30,6 +30,10 @@ Handler = Callable[["Channel", RemotingCommand], HandlerResult]
 
 _channel_ids = itertools.count(1)
 _JOIN_LIMIT = 64 * 1024
+# A read holding many pipelined requests answers them in chunks of this many frames, not all at the end:
+# a closed-loop client then works on the first answers while we handle the rest (one send per 64 answers
+# made the two ends take turns, each idle while the other worked through the whole window).
+_CORK_FLUSH_FRAMES = 16
 
 
 def _error(request: RemotingCommand, code: int, remark: str) -> RemotingCommand:
@@ -146,13 +150,16 @@ class Channel(asyncio.Protocol):
             self._handle(commands[0])
             return
         # Several frames in one read (pipelined requests): cork, so that the inline responses
-        # leave in one writelines (one send syscall) instead of one each.
+        # leave in one send syscall per _CORK_FLUSH_FRAMES requests instead of one each.
         self._cork = cork = []
         try:
-            for cmd in commands:
+            for i, cmd in enumerate(commands, 1):
                 self._handle(cmd)
                 if self.closed:
                     return
+                if cork and not i % _CORK_FLUSH_FRAMES:
+                    _send(self._transport, cork)
+                    cork.clear()
         finally:
             self._cork = None
             if cork and not self.closed:

@@ -615,3 +615,43 @@ def test_sync_handler_may_return_a_future_answered_later() -> None:
             assert results[1].code == ResponseCode.SYSTEM_ERROR and "disk gone" in results[1].remark
 
     arun(body)
+
+
+class _RecordingTransport:
+    """Records each send the channel makes (write or writelines) as the frames it carried."""
+
+    def __init__(self) -> None:
+        self.sends: list[list[RemotingCommand]] = []
+
+    def get_extra_info(self, name: str) -> object:
+        return ("127.0.0.1", 1)
+
+    def is_closing(self) -> bool:
+        return False
+
+    def write(self, data: bytes) -> None:
+        self.sends.append(FrameDecoder().feed(data))
+
+    def writelines(self, parts: list[bytes]) -> None:
+        self.write(b"".join(parts))
+
+
+def test_pipelined_requests_in_one_read_are_answered_in_chunks_in_order() -> None:
+    """40 requests in one read: answered in order, 16 per send (the client can start on the first answers
+    while the rest are handled), not one send each nor one for all."""
+
+    async def body() -> None:
+        server = _server()
+        ch = Channel(server._dispatcher)
+        transport = _RecordingTransport()
+        ch.connection_made(transport)  # type: ignore[arg-type]
+        data = b"".join(
+            RemotingCommand(FAST, opaque=i + 1, ext_fields={"n": str(i)}).encode() for i in range(40)
+        )
+        ch.data_received(data)
+        assert [len(s) for s in transport.sends] == [16, 16, 8]
+        answers = [c for s in transport.sends for c in s]
+        assert [c.opaque for c in answers] == list(range(1, 41))
+        assert [c.ext_fields["n"] for c in answers] == [str(i) for i in range(40)]
+
+    arun(body)
