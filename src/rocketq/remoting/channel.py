@@ -124,7 +124,6 @@ class Channel(asyncio.Protocol):
         self._drain_waiters: list[asyncio.Future[None]] = []
         self._cork: list[Any] | None = None  # set while handling one read's frames
         self._wq: list[Any] | None = None  # outgoing requests waiting for the end of this loop turn
-        self._wq_n = 0  # deferred answers in _wq
         self.coalesce_writes = coalesce_writes
 
     def __repr__(self) -> str:
@@ -341,20 +340,11 @@ class Channel(asyncio.Protocol):
         elif coalesce:
             # Deferred answers tend to complete together (one group-commit round answers many sends):
             # those of one loop turn leave in one send at the end of it.
-            # Past _CORK_FLUSH_FRAMES answers, what is queued leaves at once (as for a read's inline answers):
-            # a closed-loop client then works on those while the rest are completed.
-            wq = self._wq
-            if wq is None:
+            if self._wq is None:
                 self._wq = list(parts)
-                self._wq_n = 1
                 self._loop.call_soon(self._flush_wq)
             else:
-                wq.extend(parts)
-                self._wq_n += 1
-                if self._wq_n >= _CORK_FLUSH_FRAMES:
-                    self._wq = []  # the scheduled _flush_wq sends what comes after
-                    self._wq_n = 0
-                    _send(self._transport, wq)
+                self._wq.extend(parts)
         else:
             self._transport.writelines(parts)
 

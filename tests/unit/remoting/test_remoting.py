@@ -655,33 +655,3 @@ def test_pipelined_requests_in_one_read_are_answered_in_chunks_in_order() -> Non
         assert [c.ext_fields["n"] for c in answers] == [str(i) for i in range(40)]
 
     arun(body)
-
-
-def test_deferred_answers_completed_together_leave_in_chunks_in_order() -> None:
-    """40 answers completed in one loop turn (one group-commit round covering 40 sends): 16 per send, in
-    completion order, the last ones at the end of the turn."""
-
-    async def body() -> None:
-        server = _server()
-        loop = asyncio.get_running_loop()
-        held: list[tuple[asyncio.Future, RemotingCommand]] = []
-
-        def deferred(ch: Channel, req: RemotingCommand) -> asyncio.Future:
-            fut = loop.create_future()
-            held.append((fut, req))
-            return fut
-
-        server.register_processor(2004, deferred)
-        ch = Channel(server._dispatcher)
-        transport = _RecordingTransport()
-        ch.connection_made(transport)  # type: ignore[arg-type]
-        ch.data_received(b"".join(RemotingCommand(2004, opaque=i + 1).encode() for i in range(40)))
-        assert transport.sends == [] and len(held) == 40
-        for fut, req in held:
-            fut.set_result(req.response(ResponseCode.SUCCESS, str(req.opaque)))
-        for _ in range(3):
-            await asyncio.sleep(0)
-        assert [len(s) for s in transport.sends] == [16, 16, 8]
-        assert [c.opaque for s in transport.sends for c in s] == list(range(1, 41))
-
-    arun(body)
