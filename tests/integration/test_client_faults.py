@@ -165,7 +165,11 @@ def test_producer_fails_over_to_another_broker(tmp_path: Path) -> None:
             home = tmp_path / name
             home.mkdir()
             conf = home / "broker.conf"
-            conf.write_text(f"brokerName={name}\nbrokerClusterName=DefaultCluster\nbrokerId=0\n")
+            conf.write_text(  # small store files: 1 GiB segments + 420 MB index files per broker otherwise
+                f"brokerName={name}\nbrokerClusterName=DefaultCluster\nbrokerId=0\n"
+                "mapedFileSizeCommitLog=4194304\nmaxHashSlotNum=50000\nmaxIndexNum=200000\n"
+                "diskSpaceWarningLevelRatio=99\ndiskSpaceCleanForciblyRatio=99\ndiskMaxUsedSpaceRatio=99\n"
+            )
             brokers[name] = _start_broker(ns.addr, home, conf)
         topic = f"Fail_{uuid.uuid4().hex[:8]}"
         admin(ns.addr, "updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", "2", "-w", "2")
