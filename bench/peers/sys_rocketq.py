@@ -63,6 +63,7 @@ class RocketqServer(Server):
 
 class RocketqClient(Client):
     supports_batch = True
+    pull_batch_size = 32  # RocketMQ's default pullBatchSize
 
     async def connect(self, role: str) -> None:
         from rocketq.aio import Message, Producer
@@ -119,7 +120,7 @@ class RocketqClient(Client):
             group,
             namesrv=self.args["namesrv"],
             consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-            pull_batch_size=32,
+            pull_batch_size=self.pull_batch_size,
             consume_message_batch_max_size=32,
         )
         c.subscribe(topic, "*")
