@@ -22,7 +22,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.peers.common import free_port, payload_template, stamp
-from bench.peers.sys_rocketq import RocketqClient
+from bench.peers.sys_rocketq import PULL_BATCH_CONF, RocketqClient
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -71,7 +71,7 @@ def start_broker(root: str, tier: str, cpu: int, extra: str) -> tuple[subprocess
     flush = "SYNC_FLUSH" if tier == "A" else "ASYNC_FLUSH"
     with open(conf, "w") as f:
         f.write(f"brokerClusterName=DefaultCluster\nbrokerName=broker-a\nflushDiskType={flush}\n")
-        f.write(f"haListenPort={free_port()}\nautoCreateTopicEnable=false\n")
+        f.write(f"haListenPort={free_port()}\nautoCreateTopicEnable=false\n{PULL_BATCH_CONF}")
         for line in extra.split(";"):
             if line.strip():
                 f.write(line.strip() + "\n")
@@ -213,7 +213,7 @@ def main() -> None:
     ap.add_argument("--client-cpu", type=int, default=0)
     ap.add_argument("--conf", default="", help="extra broker.conf lines, ';'-separated")
     ap.add_argument("--drain", type=int, default=0, help="time consumers draining this many messages instead")
-    ap.add_argument("--pull-batch", type=int, default=32)
+    ap.add_argument("--pull-batch", type=int, default=RocketqClient.pull_batch_size)
     ap.add_argument("--pyspy", default="", help="py-spy raw samples of the first phase go here")
     a = ap.parse_args()
     try:

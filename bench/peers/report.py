@@ -168,8 +168,9 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
     L.append(
         "Versions: "
         + ", ".join(f"{k} {val}" for k, val in v.items() if val)
-        + ". Clients: rocketq.aio, redis-py + "
-        "hiredis (XADD / XREAD), aio-pika (confirms; consumer prefetch 256, ack every 32nd multiple=True), nats-py "
+        + ". Clients: rocketq.aio (PushConsumer: pullBatchSize and consumeMessageBatchMaxSize 256, the broker "
+        "set to allow 256 messages / 1 MiB per pull — RocketMQ's defaults are 32 / 256 KiB), redis-py + "
+        "hiredis (XADD / XREAD COUNT 512), aio-pika (confirms; consumer prefetch 256, ack every 32nd multiple=True), nats-py "
         "(js.publish; durable pull consumer, fetch 256, AckPolicy.ALL on the last of each batch)."
     )
     L.append("")

@@ -11,6 +11,8 @@ from .base import Client, OnBodies, Server, python
 from .common import free_port
 
 QUEUES = 4
+# RocketMQ's defaults are 32 messages / 256 KiB per pull, whatever the consumer's pullBatchSize asks for
+PULL_BATCH_CONF = "maxTransferCountOnMessageInMemory=256\nmaxTransferBytesOnMessageInMemory=1048576\n"
 
 
 class RocketqServer(Server):
@@ -25,7 +27,7 @@ class RocketqServer(Server):
         with open(self.conf, "w") as f:
             f.write(
                 f"brokerClusterName=DefaultCluster\nbrokerName=broker-a\nflushDiskType={flush}\n"
-                f"haListenPort={free_port()}\nautoCreateTopicEnable=false\n"
+                f"haListenPort={free_port()}\nautoCreateTopicEnable=false\n{PULL_BATCH_CONF}"
             )
             # experiments only (A/B of a broker setting): extra broker.conf lines, ';'-separated
             for line in os.environ.get("ROCKETQ_BENCH_BROKER_CONF", "").split(";"):
@@ -63,7 +65,9 @@ class RocketqServer(Server):
 
 class RocketqClient(Client):
     supports_batch = True
-    pull_batch_size = 32  # RocketMQ's default pullBatchSize
+    # 256 messages per pull and per listener call, like the peers' consumers (NATS fetch 256, RabbitMQ
+    # prefetch 256, Redis XREAD COUNT 512); the broker lets a pull carry that many (PULL_BATCH_CONF)
+    pull_batch_size = 256
 
     async def connect(self, role: str) -> None:
         from rocketq.aio import Message, Producer
@@ -121,7 +125,7 @@ class RocketqClient(Client):
             namesrv=self.args["namesrv"],
             consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
             pull_batch_size=self.pull_batch_size,
-            consume_message_batch_max_size=32,
+            consume_message_batch_max_size=self.pull_batch_size,
         )
         c.subscribe(topic, "*")
 

@@ -118,45 +118,51 @@ def compress_body(body: bytes, level: int = 5) -> bytes:
 
 
 # -- records -----------------------------------------------------------------------------------------------
-def decode_records(data: bytes | bytearray | memoryview, broker_name: str = "") -> list[MessageExt]:
+def decode_records(
+    data: bytes | bytearray | memoryview, broker_name: str = "", extra: dict[str, str] | None = None
+) -> list[MessageExt]:
     """Decode the concatenated message records of a pull / query body. Stops at the first record that does
-    not decode (like RocketMQ's clients).
+    not decode (like RocketMQ's clients). ``extra``: properties every message gets on top of its own
+    (PullResult's MIN_OFFSET / MAX_OFFSET), shared by the messages and applied when they are parsed.
 
-    Hot path of every consumer: V1 records with IPv4 hosts (what rocketq brokers store) are decoded inline
-    with one struct unpack; properties, tags, keys, msg_id and offset_msg_id are left for MessageExt to fill
-    on first access. ``body`` is a bytes slice (one copy, users keep bytes)."""
+    Hot path of every consumer: V1 records with IPv4 hosts (what rocketq brokers store) get topic, body and
+    queue_offset set and keep the unpacked header for the other fields; properties, tags, keys, msg_id,
+    offset_msg_id and the header fields are filled by MessageExt on first access. ``body`` is a bytes slice
+    (one copy, users keep bytes)."""
     if not isinstance(data, bytes):
         data = bytes(data)
     n = len(data)
     pos = 0
     out: list[MessageExt] = []
-    hosts: dict[tuple[bytes, int], str] = {}  # (ip4, port) -> "a.b.c.d:port": few distinct per pull
     topics: dict[bytes, str] = {}
     unpack = _HEADER.unpack_from
+    i16 = _I16.unpack_from
     new = object.__new__
     append = out.append
     view: memoryview | None = None
     while n - pos >= _FIXED_SIZE:
-        (size, magic, crc, qid, flag, qoff, phy, sysflag, bts, bip, bport, sts, sip, sport, rt, pto, blen) = (
-            unpack(data, pos)
-        )
+        h = unpack(data, pos)
+        size = h[0]
+        sysflag = h[7]
         end = pos + size
-        if magic != MAGIC_V1 or sysflag & _V6_FLAGS or size < _FIXED_SIZE or end > n:
+        if h[1] != MAGIC_V1 or sysflag & _V6_FLAGS or size < _FIXED_SIZE or end > n:
             if view is None:
                 view = memoryview(data)
             try:
                 msg = _decode_one(view, pos, broker_name)
             except (ValueError, zlib.error):  # ProtocolError and UnicodeDecodeError are ValueErrors
                 break
+            if extra:
+                msg.properties.update(extra)
             append(msg)
             pos += msg.store_size
             continue
         p = pos + _HEADER_SIZE
-        q = p + blen
-        if blen < 0 or q + 3 > end:
+        q = p + h[16]
+        if q < p or q + 3 > end:
             break
         t1 = q + 1 + data[q]
-        if t1 + 2 + _I16.unpack_from(data, t1)[0] != end:  # also rejects a negative length
+        if t1 + 2 + i16(data, t1)[0] != end:  # also rejects a negative length
             break
         tb = data[q + 1 : t1]
         topic = topics.get(tb)
@@ -174,27 +180,10 @@ def decode_records(data: bytes | bytearray | memoryview, broker_name: str = "") 
         m = new(MessageExt)
         m.topic = topic
         m.body = body
-        m.flag = flag
+        m.queue_offset = h[5]
+        m._h = h
         m._praw = data[t1 + 2 : end]
-        m._pextra = None
-        m.store_size = size
-        m.body_crc = crc
-        m.queue_id = qid
-        m.queue_offset = qoff
-        m.commit_log_offset = phy
-        m.sys_flag = sysflag
-        m.born_timestamp = bts
-        host = hosts.get((bip, bport))
-        if host is None:
-            host = hosts[(bip, bport)] = f"{socket.inet_ntoa(bip)}:{bport}"
-        m.born_host = host
-        m.store_timestamp = sts
-        host = hosts.get((sip, sport))
-        if host is None:
-            host = hosts[(sip, sport)] = f"{socket.inet_ntoa(sip)}:{sport}"
-        m.store_host = host
-        m.reconsume_times = rt
-        m.prepared_transaction_offset = pto
+        m._pextra = extra
         m.broker_name = broker_name
         append(m)
         pos = end

@@ -156,11 +156,30 @@ class Message:
 # formatting its offsetMsgId was ~half of a draining consumer's CPU; most listeners read only the body.
 _PROPS_DERIVED = frozenset(("properties", "tags", "keys", "delay_level", "msg_id"))
 
+# Fields of a received MessageExt that codec.decode_records keeps in the unpacked record header (``_h``, the
+# protocol.record.HEADER tuple) until one of them is read: a draining consumer sets topic, body and
+# queue_offset per message and nothing else. Name -> index into the tuple; the hosts are built from two.
+_HEADER_FIELDS = {
+    "store_size": 0,
+    "body_crc": 2,
+    "queue_id": 3,
+    "flag": 4,
+    "commit_log_offset": 6,
+    "sys_flag": 7,
+    "born_timestamp": 8,
+    "born_host": 9,
+    "store_timestamp": 11,
+    "store_host": 12,
+    "reconsume_times": 14,
+    "prepared_transaction_offset": 15,
+}
+
 
 class MessageExt(Message):
     """A stored message as received from the broker (pull, view, query)."""
 
     __slots__ = (
+        "_h",
         "_pextra",
         "_praw",
         "body_crc",
@@ -213,11 +232,25 @@ class MessageExt(Message):
         if name in _PROPS_DERIVED:
             self._parse_properties()
             return object.__getattribute__(self, name)
+        if name in _HEADER_FIELDS:
+            self._unpack_header()
+            return object.__getattribute__(self, name)
         if name == "offset_msg_id":
             value = _offset_msg_id(self.store_host, self.commit_log_offset)
             self.offset_msg_id = value
             return value
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _unpack_header(self) -> None:
+        h = self._h  # AttributeError (no such field) when this message was not decoded lazily
+        for name, i in _HEADER_FIELDS.items():
+            slot = _SLOTS[name]
+            try:
+                slot.__get__(self)  # assigned before the first read: keep it
+                continue
+            except AttributeError:
+                pass
+            slot.__set__(self, f"{socket.inet_ntoa(h[i])}:{h[i + 1]}" if i in (9, 12) else h[i])
 
     def _parse_properties(self) -> None:
         raw = self._praw
@@ -256,7 +289,8 @@ class MessageExt(Message):
 
 
 _SLOTS: dict[str, Any] = {
-    name: (MessageExt.__dict__.get(name) or Message.__dict__[name]) for name in _PROPS_DERIVED
+    name: (MessageExt.__dict__.get(name) or Message.__dict__[name])
+    for name in (*_PROPS_DERIVED, *_HEADER_FIELDS)
 }
 
 
@@ -269,16 +303,17 @@ def _offset_msg_id(store_host: str, commit_log_offset: int) -> str:
 
 def put_properties_lazily(msgs: Iterable[MessageExt], extra: Mapping[str, str]) -> None:
     """Add ``extra`` to the properties of received messages without parsing those not yet parsed (the
-    pending dicts are shared: messages of one pull share one)."""
-    shared: dict[int, dict[str, str]] = {}
+    pending dicts are shared: messages of one pull share one, so the merged dict is made once per run)."""
+    last: object = put_properties_lazily
+    merged: dict[str, str] | None = None
     for m in msgs:
         if m._praw is None:
             m.properties.update(extra)
             continue
         pending = m._pextra
-        merged = shared.get(id(pending))
-        if merged is None:
-            merged = shared[id(pending)] = {**pending, **extra} if pending else dict(extra)
+        if pending is not last:
+            last = pending
+            merged = {**pending, **extra} if pending else dict(extra)
         m._pextra = merged
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections import deque
 from collections.abc import Iterable
 
 from .message import MessageExt
@@ -20,6 +21,8 @@ class ProcessQueue:
     __slots__ = (
         "_consuming",
         "_heap",
+        "_order",
+        "_order_last",
         "_tree",
         "consume_lock_busy",
         "dropped",
@@ -35,7 +38,12 @@ class ProcessQueue:
 
     def __init__(self) -> None:
         self._tree: dict[int, MessageExt] = {}  # offset -> message, in flight
-        self._heap: list[int] = []  # offsets of _tree, lazily pruned, for min()
+        # Offsets of _tree for min(), both lazily pruned: pulls arrive in increasing offset order, so almost
+        # every offset is appended to _order (O(1) in and out); the rest (put back, or older than the
+        # newest pulled) go to the heap.
+        self._order: deque[int] = deque()
+        self._order_last = -1
+        self._heap: list[int] = []
         self._consuming: dict[int, MessageExt] = {}  # orderly: taken but not committed
         self.msg_count = 0
         self.msg_size = 0
@@ -55,25 +63,44 @@ class ProcessQueue:
         return time.monotonic() - self.last_lock_ts > REBALANCE_LOCK_MAX_LIVE_S
 
     def _min_offset(self) -> int:
-        heap, tree = self._heap, self._tree
+        """Smallest offset in _tree (which is not empty)."""
+        tree, order, heap = self._tree, self._order, self._heap
+        while order and order[0] not in tree:
+            order.popleft()
         while heap and heap[0] not in tree:
             heapq.heappop(heap)
-        return heap[0]
+        if heap and (not order or heap[0] < order[0]):
+            return heap[0]
+        return order[0]
+
+    def _index(self, off: int) -> None:
+        if off > self._order_last:
+            self._order.append(off)
+            self._order_last = off
+        else:
+            heapq.heappush(self._heap, off)
 
     def put_messages(self, msgs: Iterable[MessageExt]) -> int:
         """Add pulled messages; returns how many were new."""
-        added = 0
-        tree, heap = self._tree, self._heap
+        added = size = 0
+        tree, order = self._tree, self._order
+        last = self._order_last
         for m in msgs:
             off = m.queue_offset
             if off in tree:
                 continue
             tree[off] = m
-            heapq.heappush(heap, off)
+            if off > last:
+                order.append(off)
+                last = off
+            else:
+                heapq.heappush(self._heap, off)
             added += 1
-            self.msg_size += len(m.body)
-            if off > self.queue_offset_max:
-                self.queue_offset_max = off
+            size += len(m.body)
+        self._order_last = last
+        if last > self.queue_offset_max:
+            self.queue_offset_max = last
+        self.msg_size += size
         self.msg_count += added
         return added
 
@@ -82,11 +109,15 @@ class ProcessQueue:
         tree = self._tree
         if not tree:
             return -1
+        count = size = 0
+        pop = tree.pop
         for m in msgs:
-            prev = tree.pop(m.queue_offset, None)
+            prev = pop(m.queue_offset, None)
             if prev is not None:
-                self.msg_count -= 1
-                self.msg_size -= len(prev.body)
+                count += 1
+                size += len(prev.body)
+        self.msg_count -= count
+        self.msg_size -= size
         self.last_consume_ts = time.monotonic()
         if tree:
             return self._min_offset()
@@ -109,6 +140,8 @@ class ProcessQueue:
     def clear(self) -> None:
         self._tree.clear()
         self._heap.clear()
+        self._order.clear()
+        self._order_last = -1
         self._consuming.clear()
         self.msg_count = 0
         self.msg_size = 0
@@ -118,11 +151,10 @@ class ProcessQueue:
     def take_messages(self, batch_size: int) -> list[MessageExt]:
         """Take the ``batch_size`` smallest in-flight messages for orderly consumption."""
         out: list[MessageExt] = []
-        tree, heap = self._tree, self._heap
+        tree = self._tree
         while len(out) < batch_size and tree:
-            off = self._min_offset()
-            heapq.heappop(heap)
-            m = tree.pop(off)
+            m = tree.pop(self._min_offset())  # its index entry goes stale and is pruned later
+            off = m.queue_offset
             self._consuming[off] = m
             out.append(m)
         return out
@@ -142,4 +174,4 @@ class ProcessQueue:
         for m in msgs:
             self._consuming.pop(m.queue_offset, None)
             self._tree[m.queue_offset] = m
-            heapq.heappush(self._heap, m.queue_offset)
+            self._index(m.queue_offset)

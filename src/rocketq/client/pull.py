@@ -9,7 +9,7 @@ from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.frame import RemotingCommand
 
 from .codec import decode_records
-from .message import MessageExt, MessageQueue, MQBrokerError, put_properties_lazily
+from .message import MessageExt, MessageQueue, MQBrokerError
 from .subscription import SubscriptionData
 
 PULL_FLAG_COMMIT_OFFSET = 0x1
@@ -73,13 +73,12 @@ def process_pull_response(
     ext = resp.ext_fields
     msgs: list[MessageExt] = []
     if status is PullStatus.FOUND and resp.body:
-        msgs = decode_records(resp.body_bytes, mq.broker_name)
+        # one pending dict for the whole pull: the properties stay unparsed until someone reads them
+        extra = {"MIN_OFFSET": ext.get("minOffset", "0"), "MAX_OFFSET": ext.get("maxOffset", "0")}
+        msgs = decode_records(resp.body_bytes, mq.broker_name, extra)
         if sub is not None and sub.tags_set:
             tags = sub.tags_set
             msgs = [m for m in msgs if m.tags is not None and m.tags in tags]
-        # one pending dict for the whole pull: the properties stay unparsed until someone reads them
-        extra = {"MIN_OFFSET": ext.get("minOffset", "0"), "MAX_OFFSET": ext.get("maxOffset", "0")}
-        put_properties_lazily(msgs, extra)
     return PullResult(
         status,
         int(ext.get("nextBeginOffset", 0)),

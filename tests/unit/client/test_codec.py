@@ -182,6 +182,20 @@ def test_lazy_properties_pending_extras_and_user_writes() -> None:
         raise AssertionError("unknown attributes must still raise")
 
 
+def test_lazy_header_fields_keep_user_writes_and_extras_given_at_decode() -> None:
+    data = record("T", b"a", "TAGS\x01X", qoff=7, phy=4096) + record("T", b"b", "", qoff=8)
+    a, b = decode_records(data, "bk", {"MIN_OFFSET": "1"})
+    assert a.queue_offset == 7 and a.topic == "T" and a.body == b"a"
+    a.reconsume_times = 5  # written before any header field was read: kept
+    a.store_host = "10.0.0.1:1"
+    assert (a.queue_id, a.commit_log_offset, a.reconsume_times, a.store_host) == (1, 4096, 5, "10.0.0.1:1")
+    assert (a.born_host, a.born_timestamp, a.store_timestamp, a.store_size) == ("10.0.0.1:5555", 111, 222, 99)
+    b.reconsume_times += 1  # read-modify-write of a lazy field
+    assert b.reconsume_times == 3 and b.store_host == "127.0.0.1:10911"
+    assert a.properties == {"TAGS": "X", "MIN_OFFSET": "1"} and b.properties == {"MIN_OFFSET": "1"}
+    assert a.broker_name == "bk"
+
+
 def test_lazy_decode_stops_at_corrupt_record_and_handles_ipv6_fallback() -> None:
     good = record("T", b"hello", "")
     bad = bytearray(record("T", b"hello", ""))

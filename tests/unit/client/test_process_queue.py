@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from rocketq.client.message import MessageExt
 from rocketq.client.process_queue import ProcessQueue
 
@@ -48,3 +51,69 @@ def test_orderly_take_commit_and_rollback() -> None:
     assert pq.commit() == 23
     assert pq.msg_count == 2
     assert pq.commit() == -1
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(("pull", "old", "remove", "take", "again", "commit", "clear")),
+            st.integers(0, 40),
+            st.integers(1, 8),
+        ),
+        max_size=60,
+    )
+)
+def test_offsets_match_a_reference_model(ops: list[tuple[str, int, int]]) -> None:
+    """In-order pulls, out-of-order adds, removals, orderly take/rollback/commit and clear against a plain
+    dict model: the smallest in-flight offset, counts and sizes always agree."""
+    pq = ProcessQueue()
+    tree: dict[int, int] = {}
+    consuming: dict[int, MessageExt] = {}
+    top = -1
+    for op, a, k in ops:
+        if op == "pull":
+            batch = [msg(top + 1 + i, size=a) for i in range(k)]
+            pq.put_messages(batch)
+            tree.update((m.queue_offset, a) for m in batch)
+            top += k
+        elif op == "old":  # re-delivered or older offsets, some already in flight (none taken by orderly)
+            batch = [msg(o, size=3) for o in range(max(0, a - k), a) if o not in consuming]
+            pq.put_messages(batch)
+            for m in batch:
+                tree.setdefault(m.queue_offset, 3)
+                top = max(top, m.queue_offset)
+        elif op == "remove":
+            gone = [msg(o) for o in sorted(tree)[a % 3 :: 2][:k]]
+            r = pq.remove_messages(gone)
+            had = bool(tree)
+            for m in gone:
+                tree.pop(m.queue_offset, None)
+            assert r == (-1 if not had else (min(tree) if tree else pq.queue_offset_max + 1))
+        elif op == "take":
+            taken = pq.take_messages(k)
+            want = sorted(tree)[:k]
+            assert [m.queue_offset for m in taken] == want
+            for m in taken:
+                consuming[m.queue_offset] = m
+                tree.pop(m.queue_offset)
+        elif op == "again":
+            back = list(consuming.values())
+            pq.make_messages_to_consume_again(back)
+            for m in back:
+                tree[m.queue_offset] = len(m.body)
+            consuming.clear()
+        elif op == "commit":
+            assert pq.commit() == (max(consuming) + 1 if consuming else -1)
+            consuming.clear()
+        else:
+            pq.clear()
+            tree.clear()
+            consuming.clear()
+        if tree:
+            assert pq.first_message().queue_offset == min(tree)  # type: ignore[union-attr]
+            assert pq.max_span() == pq.queue_offset_max - min(tree)
+        else:
+            assert pq.first_message() is None
+        assert pq.msg_count == len(tree) + len(consuming)
+        assert pq.msg_size == sum(tree.values()) + sum(len(m.body) for m in consuming.values())
