@@ -99,14 +99,24 @@ async def closed_loop(cl: RocketqClient, topic: str, size: int, window: int, sec
     end = time.monotonic() + seconds
     n = 0
 
+    lat: list[int] = []
+
     async def one() -> None:
         nonlocal n
         while time.monotonic() < end:
-            await cl.publish(topic, stamp(buf, time.monotonic_ns()))
+            t = time.monotonic_ns()
+            await cl.publish(topic, stamp(buf, t))
+            lat.append(time.monotonic_ns() - t)
             n += 1
 
     await asyncio.gather(*(one() for _ in range(window)))
+    lat.sort()
+    if lat:
+        LAST_LAT[:] = [lat[len(lat) // 2] // 1000, lat[len(lat) * 99 // 100] // 1000]
     return n
+
+
+LAST_LAT = [0, 0]  # ack latency p50 / p99 (µs) of the last closed_loop
 
 
 def report(label: str, n: int, el: float, t0: dict, t1: dict, client_s: float) -> None:
@@ -195,7 +205,7 @@ async def main_async(a: argparse.Namespace) -> None:
                 c1 = time.process_time()
                 if spy is not None:
                     spy.wait()
-                report(f"rep {rep}", n, el, t0, t1, c1 - c0)
+                report(f"rep {rep} (ack p50 {LAST_LAT[0]} µs, p99 {LAST_LAT[1]} µs)", n, el, t0, t1, c1 - c0)
             await cl.close()
         finally:
             proc.terminate()

@@ -158,6 +158,8 @@ class BrokerController:
         waiter = FlushWaiter(self.loop, self.cfg["syncFlushTimeout"] / 1000.0)
         if self.store.set_flush_listener(waiter.on_round):  # SYNC_FLUSH: acks wait on the loop side
             self.flush_waiter = waiter
+            # one group-commit wake-up per run of pipelined sends, not one per append
+            self.server.set_burst_hooks(self.store.hold_flush_wakeups, self.store.release_flush_wakeups)
         await self.loop.run_in_executor(None, self.store.start)
 
         pull_proc = pull.PullProcessor(self)

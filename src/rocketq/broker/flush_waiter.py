@@ -14,6 +14,8 @@ import logging
 from collections import deque
 from collections.abc import Callable
 
+from rocketq.remoting.channel import flush_deferred
+
 log = logging.getLogger(__name__)
 
 FlushCallback = Callable[[bool], None]
@@ -59,6 +61,7 @@ class FlushWaiter:
             self._call(q.popleft()[2], True)
         if q:
             self._expire(self._loop.time())
+        flush_deferred()  # this round's answers leave now, not after the reads the loop handles next
 
     def _expire(self, now: float) -> None:
         q = self._q
@@ -68,6 +71,7 @@ class FlushWaiter:
     def _on_timer(self) -> None:
         self._timer = None
         self._expire(self._loop.time() + 0.001)  # timers may fire up to a clock tick early
+        flush_deferred()
         if self._q:
             self._timer = self._loop.call_at(self._q[0][1], self._on_timer)
 

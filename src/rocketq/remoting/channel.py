@@ -12,6 +12,8 @@ import functools
 import inspect
 import itertools
 import logging
+import os
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Union
 
@@ -33,7 +35,12 @@ _JOIN_LIMIT = 64 * 1024
 # A read holding many pipelined requests answers them in chunks of this many frames, not all at the end:
 # a closed-loop client then works on the first answers while we handle the rest (one send per 64 answers
 # made the two ends take turns, each idle while the other worked through the whole window).
+# Requests coalesced in one loop turn leave at least every this many buffers (~16 frames): a peer that
+# handles pipelined requests in runs can start on the first ones while the rest are still being issued.
+_WQ_FLUSH_PARTS = int(os.environ.get("RQ_WQ_FLUSH_PARTS", "32"))  # env: A/B runs only
 _CORK_FLUSH_FRAMES = 16
+_BURST_FRAMES = 16  # pipelined requests handled per loop turn
+_BACKLOG_PAUSE = 4096  # frames waiting for their turn before the connection stops being read
 
 
 def _error(request: RemotingCommand, code: int, remark: str) -> RemotingCommand:
@@ -55,6 +62,48 @@ def _send(transport: Any, parts: list[Any]) -> None:
 _INF = float("inf")
 
 
+# Channels whose coalesced answers wait in _wq for the end of the loop turn; flush_deferred() sends them
+# earlier (loop thread only).
+_coalescing: list[Channel] = []
+_UNSET: Any = object()
+
+
+def flush_deferred() -> None:
+    """Send every channel's coalesced answers now instead of at the end of the loop turn: called after a
+    batch of DeferredReply.resolve() calls (a SYNC_FLUSH round), so that they do not wait behind the read
+    events the loop handles before that turn ends."""
+    chs = _coalescing[:]
+    _coalescing.clear()
+    for ch in chs:
+        ch._flush_wq()
+
+
+class DeferredReply:
+    """What a handler returns when its answer comes later from the loop thread (a SYNC_FLUSH send is
+    answered when its fdatasync round is reported). resolve() queues the answer at once — an
+    asyncio.Future's done callbacks would run a loop turn later, after the loop has handled whatever
+    pipelined requests arrived meanwhile — and flush_deferred() sends the queued answers."""
+
+    __slots__ = ("_channel", "_request", "_response", "cancelled")
+
+    def __init__(self) -> None:
+        self._channel: Channel | None = None
+        self._request: RemotingCommand | None = None
+        self._response: RemotingCommand | None = _UNSET
+        self.cancelled = False
+
+    def cancel(self) -> bool:
+        self.cancelled = True
+        return True
+
+    def resolve(self, response: RemotingCommand | None) -> None:
+        ch = self._channel
+        if ch is None:  # answered before the handler returned: the channel replies when it gets it
+            self._response = response
+        elif not self.cancelled:
+            ch._deferred_done(self, response)
+
+
 def _fmt_addr(sockaddr: Any) -> str:
     if isinstance(sockaddr, tuple) and len(sockaddr) >= 2:
         return f"{sockaddr[0]}:{sockaddr[1]}"
@@ -65,13 +114,17 @@ class Dispatcher:
     """Maps request codes to handlers. Coroutine functions run as their own task (so a held
     long-poll never delays later requests on the connection); plain functions run inline."""
 
-    __slots__ = ("_default", "_processors", "max_tasks_per_channel", "on_close", "rpc_hook")
+    __slots__ = ("_default", "_processors", "burst_hooks", "max_tasks_per_channel", "on_close", "rpc_hook")
 
     def __init__(self, rpc_hook: RPCHook | None = None, *, max_tasks_per_channel: int = 10_000) -> None:
         self._processors: dict[int, tuple[Handler, bool]] = {}
         self._default: tuple[Handler, bool] | None = None
         self.rpc_hook = rpc_hook
         self.on_close: list[Callable[[Channel], Any]] = []
+        # (begin, end) called around each run of pipelined requests handled in one go (up to _BURST_FRAMES
+        # of one read): the broker holds its group-commit wake-ups until the end, so a SYNC_FLUSH round
+        # covers the run instead of racing the appends one message at a time.
+        self.burst_hooks: tuple[Callable[[], None], Callable[[], None]] | None = None
         # Bounds what one peer can make us hold (long polls, slow handlers): beyond it, SYSTEM_BUSY.
         self.max_tasks_per_channel = max_tasks_per_channel
 
@@ -123,6 +176,8 @@ class Channel(asyncio.Protocol):
         self._write_paused = False
         self._drain_waiters: list[asyncio.Future[None]] = []
         self._cork: list[Any] | None = None  # set while handling one read's frames
+        self._backlog: deque[RemotingCommand] | None = None  # frames of earlier reads not handled yet
+        self._backlog_paused = False
         self._wq: list[Any] | None = None  # outgoing requests waiting for the end of this loop turn
         self.coalesce_writes = coalesce_writes
 
@@ -146,11 +201,50 @@ class Channel(asyncio.Protocol):
             log.warning("closing %s: malformed frame: %s", self.remote_addr, exc)
             self.close()
             return
+        backlog = self._backlog
+        if backlog is not None:  # earlier frames are still waiting for their turn: keep the order
+            backlog.extend(commands)
+            if len(backlog) > _BACKLOG_PAUSE and not self._backlog_paused and self._transport is not None:
+                self._backlog_paused = True
+                self._transport.pause_reading()
+            return
         if len(commands) == 1:
             self._handle(commands[0])
             return
+        if len(commands) <= _BURST_FRAMES:
+            self._handle_burst(commands)
+            return
+        # A long read of pipelined requests is handled _BURST_FRAMES per loop turn: in between, the loop
+        # answers what completed meanwhile (SYNC_FLUSH rounds), so that the peer gets the first answers
+        # while the rest is still being handled instead of all of them at the end (the two sides would
+        # take turns, each idle while the other works through the whole window).
+        self._backlog = deque(commands)
+        self._drain_backlog()
+
+    def _drain_backlog(self) -> None:
+        backlog = self._backlog
+        if backlog is None:
+            return
+        if self.closed:
+            self._backlog = None
+            return
+        pop = backlog.popleft
+        self._handle_burst([pop() for _ in range(min(_BURST_FRAMES, len(backlog)))])
+        if backlog and not self.closed:
+            self._loop.call_soon(self._drain_backlog)
+            return
+        self._backlog = None
+        if self._backlog_paused:
+            self._backlog_paused = False
+            if self._transport is not None and not self._transport.is_closing():
+                self._transport.resume_reading()
+
+    def _handle_burst(self, commands: list[RemotingCommand]) -> None:
         # Several frames in one read (pipelined requests): cork, so that the inline responses
         # leave in one send syscall per _CORK_FLUSH_FRAMES requests instead of one each.
+        hooks = self._dispatcher.burst_hooks
+        if hooks is not None:
+            hooks[0]()
         self._cork = cork = []
         try:
             for i, cmd in enumerate(commands, 1):
@@ -164,6 +258,8 @@ class Channel(asyncio.Protocol):
             self._cork = None
             if cork and not self.closed:
                 _send(self._transport, cork)
+            if hooks is not None:
+                hooks[1]()
 
     def _handle(self, cmd: RemotingCommand) -> None:
         if cmd.flag & FLAG_RESPONSE:
@@ -243,6 +339,16 @@ class Channel(asyncio.Protocol):
             if hook is not None:
                 self._after_hook(hook, request, result)
             self._reply(request, result)
+        elif result.__class__ is DeferredReply:
+            resp = result._response
+            if resp is not _UNSET:  # resolved before it got here
+                if hook is not None:
+                    self._after_hook(hook, request, resp)
+                self._reply(request, resp)
+            else:  # the work is done (e.g. the message stored): never answered SYSTEM_BUSY
+                result._channel = self
+                result._request = request
+                self._tasks.add(result)  # type: ignore[arg-type]  # counted and cancelled like a task
         elif len(self._tasks) >= self._dispatcher.max_tasks_per_channel:
             if inspect.iscoroutine(result):
                 result.close()
@@ -268,6 +374,13 @@ class Channel(asyncio.Protocol):
         if hook is not None:
             self._after_hook(hook, request, result)
         self._reply(request, result, coalesce=True)
+
+    def _deferred_done(self, d: DeferredReply, response: RemotingCommand | None) -> None:
+        self._tasks.discard(d)  # type: ignore[arg-type]
+        hook = self._dispatcher.rpc_hook
+        if hook is not None:
+            self._after_hook(hook, d._request, response)  # type: ignore[arg-type]
+        self._reply(d._request, response, coalesce=True)  # type: ignore[arg-type]
 
     def _busy(self, request: RemotingCommand) -> None:
         if not request.flag & FLAG_ONEWAY:
@@ -343,6 +456,7 @@ class Channel(asyncio.Protocol):
             if self._wq is None:
                 self._wq = list(parts)
                 self._loop.call_soon(self._flush_wq)
+                _coalescing.append(self)
             else:
                 self._wq.extend(parts)
         else:
@@ -365,7 +479,11 @@ class Channel(asyncio.Protocol):
             self._wq = parts
             self._loop.call_soon(self._flush_wq)
         else:
-            self._wq.extend(parts)
+            wq = self._wq
+            wq.extend(parts)
+            if _WQ_FLUSH_PARTS and len(wq) >= _WQ_FLUSH_PARTS:
+                _send(self._transport, wq)
+                self._wq = []  # the pending _flush_wq sends what follows
 
     def _flush_wq(self) -> None:
         q, self._wq = self._wq, None
@@ -451,5 +569,6 @@ class Channel(asyncio.Protocol):
         tasks = list(self._tasks)
         for t in tasks:
             t.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        waitable = [t for t in tasks if t.__class__ is not DeferredReply]
+        if waitable:
+            await asyncio.gather(*waitable, return_exceptions=True)

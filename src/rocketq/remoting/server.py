@@ -60,6 +60,10 @@ class RemotingServer:
     def on_channel_open(self, callback: Callable[[Channel], Any]) -> None:
         self._open_callbacks.append(callback)
 
+    def set_burst_hooks(self, begin: Callable[[], None], end: Callable[[], None]) -> None:
+        """begin() / end() around each run of pipelined requests handled together (Dispatcher.burst_hooks)."""
+        self._dispatcher.burst_hooks = (begin, end)
+
     @property
     def rpc_hook(self) -> RPCHook | None:
         return self._dispatcher.rpc_hook

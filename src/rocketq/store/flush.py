@@ -122,6 +122,10 @@ class GroupCommitService(_ServiceThread):
         # record the target misses was made after the clear, so it sets the flag again (no lost round).
         self._dirty = False
         self.round_listener: Callable[[int], None] | None = None
+        # hold(): request_nowait only notes that a round is wanted; release() asks for it (appender thread)
+        self._held = False
+        self._held_dirty = False
+        self._holder = 0
         self.sync_count = 0  # number of fdatasync rounds (tests count them)
         self.acked = 0
 
@@ -134,9 +138,24 @@ class GroupCommitService(_ServiceThread):
 
     def request_nowait(self, end_offset: int) -> None:
         """Ask for a round covering end_offset; completion is reported to round_listener only."""
+        if self._held and threading.get_ident() == self._holder:  # another thread's append is not held
+            self._held_dirty = True
+            return
         self._dirty = True
         if not self._wake.is_set():
             self._wake.set()
+
+    def hold(self) -> None:
+        """Appends about to come in a run: one round for all of them (a round started after the first
+        would cover only it, and the next only what arrived during that fdatasync)."""
+        self._holder = threading.get_ident()
+        self._held = True
+
+    def release(self) -> None:
+        self._held = False
+        if self._held_dirty:
+            self._held_dirty = False
+            self.request_nowait(0)
 
     def run_once(self) -> None:
         if not self._requests and not self._dirty:

@@ -809,6 +809,19 @@ class MessageStore:
         self._flush_nowait = fn is not None
         return True
 
+    def hold_flush_wakeups(self) -> None:
+        """SYNC_FLUSH with a flush listener: until release_flush_wakeups(), appends do not wake the
+        group-commit thread (the caller releases after a run of appends, which one round then covers).
+        Same thread as the appends."""
+        fs = self.flush_service
+        if self._flush_nowait and isinstance(fs, GroupCommitService):
+            fs.hold()
+
+    def release_flush_wakeups(self) -> None:
+        fs = self.flush_service
+        if isinstance(fs, GroupCommitService):
+            fs.release()
+
     def get_topic_queue_table(self) -> dict[tuple[str, int], int]:
         return dict(self.commit_log.topic_queue_table)
 

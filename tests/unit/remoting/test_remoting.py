@@ -637,21 +637,29 @@ class _RecordingTransport:
 
 
 def test_pipelined_requests_in_one_read_are_answered_in_chunks_in_order() -> None:
-    """40 requests in one read: answered in order, 16 per send (the client can start on the first answers
-    while the rest are handled), not one send each nor one for all."""
+    """40 requests in one read: handled 16 per loop turn and answered in order, 16 per send (the client can
+    start on the first answers while the rest are handled), not one send each nor one for all; a read that
+    arrives meanwhile waits behind them; the burst hooks wrap each run."""
 
     async def body() -> None:
         server = _server()
+        runs: list[str] = []
+        server.set_burst_hooks(lambda: runs.append("begin"), lambda: runs.append("end"))
         ch = Channel(server._dispatcher)
         transport = _RecordingTransport()
         ch.connection_made(transport)  # type: ignore[arg-type]
         data = b"".join(
-            RemotingCommand(FAST, opaque=i + 1, ext_fields={"n": str(i)}).encode() for i in range(40)
+            RemotingCommand(FAST, opaque=i + 1, ext_fields={"n": str(i)}).encode() for i in range(42)
         )
-        ch.data_received(data)
-        assert [len(s) for s in transport.sends] == [16, 16, 8]
+        ch.data_received(data[: len(data) * 40 // 42])
+        assert [len(s) for s in transport.sends] == [16]  # the rest waits for the next loop turns
+        ch.data_received(data[len(data) * 40 // 42 :])  # queued behind the 24 not handled yet
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert [len(s) for s in transport.sends] == [16, 16, 10]
         answers = [c for s in transport.sends for c in s]
-        assert [c.opaque for c in answers] == list(range(1, 41))
-        assert [c.ext_fields["n"] for c in answers] == [str(i) for i in range(40)]
+        assert [c.opaque for c in answers] == list(range(1, 43))
+        assert [c.ext_fields["n"] for c in answers] == [str(i) for i in range(42)]
+        assert runs == ["begin", "end"] * 3
 
     arun(body)

@@ -358,6 +358,31 @@ def test_group_commit_request_nowait_wakes_an_idle_thread(tmp_path):
         s.shutdown()
 
 
+def test_held_flush_wakeups_give_one_round_for_a_run_of_appends(tmp_path):
+    """hold_flush_wakeups(): appends do not start rounds; release_flush_wakeups() starts one that covers
+    all of them (the broker holds around a run of pipelined sends)."""
+    s = open_store(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    rounds: list[int] = []
+    covered = threading.Event()
+    try:
+        s.set_flush_listener(lambda flushed: (rounds.append(flushed), covered.set()))
+        time.sleep(0.05)  # idle
+        syncs = s.flush_service.sync_count
+        s.hold_flush_wakeups()
+        results = [s.put_message(msg()) for _ in range(20)]
+        time.sleep(0.05)  # longer than the thread's own 10 ms poll: nothing was asked for
+        assert rounds == [] and s.flush_service.sync_count == syncs
+        s.release_flush_wakeups()
+        assert covered.wait(2)
+        assert rounds[0] >= results[-1].flush_offset  # the first round covers the whole run
+        assert s.flush_service.sync_count == syncs + 1
+        s.release_flush_wakeups()  # nothing held: no round
+        time.sleep(0.05)
+        assert len(rounds) == 1
+    finally:
+        s.shutdown()
+
+
 def test_set_flush_listener_is_refused_under_async_flush(tmp_path):
     s = open_store(tmp_path)
     try:

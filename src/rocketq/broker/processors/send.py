@@ -31,6 +31,7 @@ from rocketq.protocol.properties import (
 )
 from rocketq.protocol.sysflag import TRANSACTION_PREPARED_TYPE, TRANSACTION_TYPE_MASK
 from rocketq.remoting import Channel
+from rocketq.remoting.channel import DeferredReply
 from rocketq.store.dispatch import tag_hash_code
 
 from ..validation import check_send_topic
@@ -312,16 +313,16 @@ class SendProcessor:
             return self._await_flush(request, result, fut, queue_id)
         return self._ok(request, result, _STATUS_CODE[result.status.name], queue_id)
 
-    def _wait_flushed(self, request: RemotingCommand, result, queue_id: int) -> asyncio.Future:
-        """A future the channel answers from once the flush waiter reports this record's round (no Task)."""
-        fut = self.ctl.loop.create_future()
-        self.ctl.flush_waiter.add(result.flush_offset, partial(self._flushed, fut, request, result, queue_id))
-        return fut
+    def _wait_flushed(self, request: RemotingCommand, result, queue_id: int) -> DeferredReply:
+        """An answer the channel sends once the flush waiter reports this record's round (no Task)."""
+        d = DeferredReply()
+        self.ctl.flush_waiter.add(result.flush_offset, partial(self._flushed, d, request, result, queue_id))
+        return d
 
-    def _flushed(self, fut: asyncio.Future, request: RemotingCommand, result, queue_id: int, ok: bool):
-        if not fut.done():  # not cancelled (connection closed)
+    def _flushed(self, d: DeferredReply, request: RemotingCommand, result, queue_id: int, ok: bool):
+        if not d.cancelled:  # cancelled: the connection closed
             code = ResponseCode.SUCCESS if ok else ResponseCode.FLUSH_DISK_TIMEOUT
-            fut.set_result(self._ok(request, result, code, queue_id))
+            d.resolve(self._ok(request, result, code, queue_id))
 
     async def _await_flush(self, request: RemotingCommand, result, fut, queue_id: int) -> RemotingCommand:
         try:
