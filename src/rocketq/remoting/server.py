@@ -9,7 +9,7 @@ from typing import Any
 
 from rocketq.protocol.frame import MAX_FRAME_SIZE
 
-from .channel import Channel, Dispatcher, Handler
+from .channel import Channel, DeferredReply, Dispatcher, Handler
 from .hook import RPCHook
 
 log = logging.getLogger(__name__)
@@ -128,9 +128,16 @@ class RemotingServer:
         if self._server is not None:
             self._server.close()
         channels = list(self._channels.values())
-        tasks = [t for ch in channels for t in ch._tasks]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace_s
+        tasks = [t for ch in channels for t in ch._tasks if t.__class__ is not DeferredReply]
         if tasks and grace_s > 0:
             await asyncio.wait(tasks, timeout=grace_s)
+        # answers still to come from the loop itself (SYNC_FLUSH sends waiting for their round)
+        while loop.time() < deadline and any(
+            t.__class__ is DeferredReply for ch in channels for t in ch._tasks
+        ):
+            await asyncio.sleep(0.01)
         for ch in channels:
             await ch.cancel_tasks()
             ch.close()

@@ -663,3 +663,47 @@ def test_pipelined_requests_in_one_read_are_answered_in_chunks_in_order() -> Non
         assert runs == ["begin", "end"] * 3
 
     arun(body)
+
+
+def test_deferred_replies_are_answered_when_resolved_and_waited_for_on_close() -> None:
+    """A handler may return a DeferredReply (a SYNC_FLUSH send): resolved later on the loop it answers at
+    once (flush_deferred), resolved before the handler returned it answers inline, and a server closing
+    with one pending waits for it within its grace period instead of failing."""
+    from rocketq.remoting.channel import DeferredReply, flush_deferred
+
+    DEFER, INLINE = 1101, 1102
+
+    async def body() -> None:
+        server = _server()
+        loop = asyncio.get_running_loop()
+
+        def defer(ch: Channel, req: RemotingCommand) -> DeferredReply:
+            d = DeferredReply()
+
+            def later() -> None:
+                d.resolve(req.response(ResponseCode.SUCCESS, "later"))
+                flush_deferred()
+
+            loop.call_later(float(req.ext_fields["after"]), later)
+            return d
+
+        def inline(ch: Channel, req: RemotingCommand) -> DeferredReply:
+            d = DeferredReply()
+            d.resolve(req.response(ResponseCode.SUCCESS, "inline"))
+            return d
+
+        server.register_processor(DEFER, defer)
+        server.register_processor(INLINE, inline)
+        async with server, RemotingClient() as client:
+            r = await client.invoke(server.address, RemotingCommand.request(DEFER, {"after": "0.05"}), 5)
+            assert r.remark == "later"
+            r = await client.invoke(server.address, RemotingCommand.request(INLINE, {}), 5)
+            assert r.remark == "inline"
+            pending = asyncio.ensure_future(
+                client.invoke(server.address, RemotingCommand.request(DEFER, {"after": "0.2"}), 5)
+            )
+            await asyncio.sleep(0.05)
+            await server.close(grace_s=2.0)  # must not raise on the pending DeferredReply
+            assert (await pending).remark == "later"
+
+    arun(body)
