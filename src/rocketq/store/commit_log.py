@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 
 _ZEROS = memoryview(bytes(OS_PAGE_SIZE))
 
+_STAGE_BYTES = 1 << 20  # a run that outgrows it is written in pieces
+
 # (phys_offset, size, tags_code, queue_offset, topic, queue_id, store_timestamp) -> None, under the lock
 CQDispatch = Callable[[int, int, int, int, str, int, int], None]
 
@@ -64,6 +66,16 @@ class CommitLog:
         # cached makes the kernel read the block first when it is already written on disk (as the warm-ahead
         # zeros make it, store/warm.py); a write that covers the page to its end never needs that read.
         self._scratch = bytearray(self.max_message_size + OS_PAGE_SIZE) if self._pwrite else bytearray()
+        # A run of SYNC_FLUSH appends (begin_stage .. flush_stage, one run of pipelined sends): the records
+        # are encoded one after another into _stage and written with one pwrite at its end instead of one
+        # each. wrote_position (what readers, the index thread and the group commit see) moves only then;
+        # readers on the appending thread flush first (flush_stage), as does anything that rolls a segment.
+        self._staging = False
+        self._stage = bytearray(_STAGE_BYTES + OS_PAGE_SIZE) if self._pwrite else bytearray()
+        self._stage_mf: MappedFile | None = None
+        self._stage_pos = 0  # segment position of _stage[0]
+        self._stage_len = 0
+        self.stage_failed = False  # a staged write failed: the store refuses writes from then on
         self.confirm_offset = -1
         self._tail: MappedFile | None = None
         # ConsumeQueues, written inline under the put lock (set by MessageStore)
@@ -86,6 +98,8 @@ class CommitLog:
     # --- append (caller passes precomputed pieces; see MessageStore.put_message) ---
     def _segment_for(self, size: int) -> MappedFile:
         """Segment with room for size bytes + a blank record; ends the current one if needed. Under lock."""
+        if self._stage_len:
+            self._flush_stage_locked()
         mf = self._tail
         if mf is None or mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
             if mf is None:
@@ -129,24 +143,39 @@ class CommitLog:
         key = (topic, qid)
         with self.lock:
             mf = self._tail
-            if mf is None or mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            staged = self._stage_len
+            pos = self._stage_pos + staged if staged else (mf.wrote_position if mf is not None else 0)
+            if mf is None or pos + size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
                 try:
-                    mf = self._segment_for(size)
+                    mf = self._segment_for(size)  # writes out the staged run first
                 except OSError as e:
                     log.error("commitlog: cannot create segment: %s", e)
                     return PutMessageStatus.CREATE_MAPEDFILE_FAILED
+                staged = 0
+                pos = mf.wrote_position
+            elif staged + size > _STAGE_BYTES:
+                if not self._flush_stage_locked():
+                    return PutMessageStatus.UNKNOWN_ERROR
+                staged = 0
             store_ts = time.time_ns() // 1_000_000
             qoff = self.topic_queue_table.get(key, 0) if consumable else 0
-            pos = mf.wrote_position
             phys = mf.file_from_offset + pos
             pw = self._pwrite
-            buf, at = (self._scratch, 0) if pw else (mf.mm, pos)
+            if self._staging:
+                buf, at = self._stage, staged
+            else:
+                buf, at = (self._scratch, 0) if pw else (mf.mm, pos)
             encode_record_into(
                 buf, at, body, tb, pb, qid, msg.flag, qoff, phys, sys_flag, msg.born_timestamp, born_ip4,
                 born_host[1], store_ts, self.store_ip4, self.store_port, msg.reconsume_times,
                 msg.prepared_transaction_offset, crc,
             )  # fmt: skip
-            if pw:
+            if self._staging:
+                if not staged:
+                    self._stage_mf = mf
+                    self._stage_pos = pos
+                self._stage_len = staged + size
+            elif pw:
                 end = pos + size
                 pad = min(-end % OS_PAGE_SIZE, self.file_size - end)
                 if pad:
@@ -155,7 +184,9 @@ class CommitLog:
                     mf.warm_claim(end + pad)
                 if not self._write_at(mf, memoryview(buf)[: size + pad], pos):
                     return PutMessageStatus.UNKNOWN_ERROR
-            mf.wrote_position = pos + size
+                mf.wrote_position = end
+            else:
+                mf.wrote_position = pos + size
             mf.store_timestamp = store_ts
             self.append_ts = store_ts
             if faultfs.CRASH_AT is not None:
@@ -227,6 +258,51 @@ class CommitLog:
                 cq_dispatch(phys, size, tags_code, q, topic, queue_id, store_ts)
         return first_phys, total, first_qoff, store_ts, phys_list
 
+    # --- staged runs (SYNC_FLUSH) ---
+    def begin_stage(self) -> None:
+        """From now on append_one stages SYNC_FLUSH records instead of writing each (appending thread)."""
+        if self._pwrite and not self.stage_failed:
+            self._staging = True
+
+    def end_stage(self) -> bool:
+        """Write the staged run and stop staging; False if the write failed."""
+        with self.lock:
+            self._staging = False
+            return self._flush_stage_locked()
+
+    def flush_stage(self) -> None:
+        """Readers of the CommitLog on the appending thread call this first: nothing staged stays unseen."""
+        if self._stage_len:
+            with self.lock:
+                self._flush_stage_locked()
+
+    def _flush_stage_locked(self) -> bool:
+        n = self._stage_len
+        if not n:
+            return True
+        mf = self._stage_mf
+        assert mf is not None
+        pos = self._stage_pos
+        end = pos + n
+        pad = min(-end % OS_PAGE_SIZE, self.file_size - end)  # zero padding to the page end: see __init__
+        buf = self._stage
+        if pad:
+            buf[n : n + pad] = _ZEROS[:pad]
+        if end + pad > mf.warm_limit:
+            mf.warm_claim(end + pad)
+        self._stage_len = 0
+        self._stage_mf = None
+        if not self._write_at(mf, memoryview(buf)[: n + pad], pos):
+            # The run's ConsumeQueue units already point at these records; with the records unwritten (and
+            # never acknowledged: the group commit covers only wrote_position) the store stops taking writes
+            # so nothing else lands on their offsets. Recovery drops the units past the end at restart.
+            self.stage_failed = True
+            self._staging = False
+            log.error("commitlog: a staged run of %d bytes at %d was not written; refusing writes", n, pos)
+            return False
+        mf.wrote_position = end
+        return True
+
     @staticmethod
     def _write_at(mf: MappedFile, data: memoryview | bytearray, pos: int) -> bool:
         """pwrite data at pos of the segment; False on failure (the caller then acknowledges nothing and
@@ -243,6 +319,8 @@ class CommitLog:
 
     # --- read ---
     def get_data(self, phys_offset: int, size: int) -> memoryview | None:
+        if self._stage_len:
+            self.flush_stage()
         mf = self.mfq.find_mapped_file_by_offset(phys_offset)
         if mf is None:
             return None
@@ -250,6 +328,8 @@ class CommitLog:
 
     def get_record(self, phys_offset: int) -> memoryview | None:
         """One whole record by its offset (size read from the record), or None."""
+        if self._stage_len:
+            self.flush_stage()
         mf = self.mfq.find_mapped_file_by_offset(phys_offset)
         if mf is None:
             return None
@@ -278,5 +358,6 @@ class CommitLog:
         self._tail = None
 
     def shutdown(self) -> None:
+        self.end_stage()
         self.mfq.flush_until(self.mfq.get_max_offset())
         self.mfq.shutdown()

@@ -477,6 +477,9 @@ class MessageStore:
             return PutMessageStatus.SERVICE_NOT_AVAILABLE
         if self.config.broker_role is BrokerRole.SLAVE:
             return PutMessageStatus.SERVICE_NOT_AVAILABLE
+        if self.commit_log.stage_failed:
+            log.warning("put refused: a CommitLog write failed (restart the broker)")
+            return PutMessageStatus.SERVICE_NOT_AVAILABLE
         tb = self._topic_bytes.get(topic)
         if tb is None:
             tb = topic.encode()
@@ -601,6 +604,8 @@ class MessageStore:
         """Pull semantics of spec §8 / RocketMQ's GetMessageStatus. Returned buffers are views of the mapped
         files (call release() when done)."""
         self.get_count += 1
+        if self.commit_log._stage_len:  # a run of appends on this thread is still staged: write it first
+            self.commit_log.flush_stage()
         cq = self.consume_queue_table.get((topic, queue_id))
         if cq is None:
             # RocketMQ creates an empty queue here; an empty queue answers NO_MESSAGE_IN_QUEUE
@@ -816,10 +821,14 @@ class MessageStore:
         fs = self.flush_service
         if self._flush_nowait and isinstance(fs, GroupCommitService):
             fs.hold()
+            # the run's records are also written with one pwrite at its end (CommitLog.begin_stage)
+            self.commit_log.begin_stage()
 
     def release_flush_wakeups(self) -> None:
         fs = self.flush_service
         if isinstance(fs, GroupCommitService):
+            if not self.commit_log.end_stage():
+                self._writable = False  # the put fast path: every put takes _check (which refuses) now
             fs.release()
 
     def get_topic_queue_table(self) -> dict[tuple[str, int], int]:

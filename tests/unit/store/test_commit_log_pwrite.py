@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import os
 import threading
+import time
 
 from store_helpers import msg, open_store
 
@@ -87,5 +88,138 @@ def test_failed_write_acknowledges_nothing_and_leaves_no_gap(tmp_path, monkeypat
         assert after.ok and after.queue_offset == 1
         ms = _read_all(s, "T", 0)
         assert [(m.queue_offset, bytes(m.body)) for m in ms] == [(0, b"before"), (1, b"after")]
+    finally:
+        s.shutdown()
+
+
+class _Clock:
+    """Deterministic store timestamps, so two stores given the same appends write the same bytes."""
+
+    def __init__(self) -> None:
+        self.t = (time.time_ns() // 10**9) * 10**9  # near now: retention must not see old files
+
+    def time_ns(self) -> int:
+        self.t += 1_000_000
+        return self.t
+
+
+def _files(root, sub: str) -> dict[str, bytes]:
+    out = {}
+    base = os.path.join(str(root), sub)
+    for dirpath, _, names in os.walk(base):
+        for n in names:
+            p = os.path.join(dirpath, n)
+            with open(p, "rb") as f:
+                out[os.path.relpath(p, base)] = f.read()
+    return out
+
+
+def _appends(seed: int) -> list[tuple[int, list]]:
+    """(run length, messages) runs: sizes up to ~5 KiB in 64 KiB segments, so runs cross segment ends."""
+    import random
+
+    rnd = random.Random(seed)
+    runs = []
+    for _ in range(40):
+        k = rnd.choice((1, 1, 2, 5, 16, 30))
+        runs.append(
+            (k, [(rnd.randrange(3), rnd.randbytes(rnd.choice((10, 300, 1024, 5000)))) for _ in range(k)])
+        )
+    return runs
+
+
+def test_staged_runs_write_the_same_files_with_one_write_per_run(tmp_path, monkeypatch):
+    """Runs of appends held by the broker (hold_flush_wakeups .. release) are staged and written with one
+    pwrite per run: the CommitLog and ConsumeQueue files end up byte for byte what one write per append
+    gives, across segment rolls, and every record reads back."""
+    monkeypatch.setattr(commit_log_module, "time", _Clock())
+    calls = {"single": 0, "staged": 0}
+    real = os.pwrite
+    mode = ["single"]
+
+    def counting(fd, data, pos):
+        if threading.current_thread() is threading.main_thread():
+            calls[mode[0]] += 1
+        return real(fd, data, pos)
+
+    monkeypatch.setattr(commit_log_module.os, "pwrite", counting)
+    runs = _appends(7)
+    roots = {}
+    for m in ("single", "staged"):
+        mode[0] = m
+        monkeypatch.setattr(commit_log_module, "time", _Clock())
+        root = roots[m] = tmp_path / m
+        s = open_store(root, flush_disk_type=FlushDiskType.SYNC_FLUSH, warm_ahead_enable=False)
+        s.set_flush_listener(lambda flushed: None)
+        try:
+            for _, batch in runs:
+                if m == "staged":
+                    s.hold_flush_wakeups()
+                for qid, body in batch:
+                    r = s.put_message(msg(queue_id=qid, body=body, born_timestamp=1))
+                    assert r.ok
+                if m == "staged":
+                    s.release_flush_wakeups()
+            for qid in range(3):
+                got = []
+                off = 0
+                while True:
+                    g = s.get_message("g", "T", qid, off, 64, None)
+                    got += [bytes(decode_record(b, verify_crc=True).body) for b in g.buffers]
+                    found = len(g.buffers)
+                    g.release()
+                    if not found:
+                        break
+                    off = g.next_begin_offset
+                want = [body for _, batch in runs for q, body in batch if q == qid]
+                assert got == want
+        finally:
+            s.shutdown()
+    n = sum(k for k, _ in runs)
+    assert calls["single"] >= n and calls["staged"] < calls["single"] // 3
+    for sub in ("commitlog", "consumequeue"):
+        a, b = _files(roots["single"], sub), _files(roots["staged"], sub)
+        assert a.keys() == b.keys() and len(a) >= 2
+        for name in a:
+            assert a[name] == b[name], f"{sub}/{name} differs"
+
+
+def test_a_read_during_a_run_writes_the_run_first(tmp_path):
+    s = open_store(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    s.set_flush_listener(lambda flushed: None)
+    try:
+        s.hold_flush_wakeups()
+        rs = [s.put_message(msg(body=f"m{i}".encode())) for i in range(3)]
+        assert s.commit_log.max_offset == rs[0].wrote_offset  # staged: not visible yet
+        assert [bytes(m.body) for m in _read_all(s, "T", 0)] == [b"m0", b"m1", b"m2"]
+        assert s.commit_log.max_offset == rs[-1].wrote_offset + rs[-1].wrote_bytes
+        s.release_flush_wakeups()
+    finally:
+        s.shutdown()
+
+
+def test_a_failed_staged_write_acknowledges_nothing_and_refuses_writes(tmp_path, monkeypatch):
+    flushed: list[int] = []
+    s = open_store(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    s.set_flush_listener(flushed.append)
+    real = os.pwrite
+    try:
+        ok = s.put_message(msg(body=b"before"))
+        s.hold_flush_wakeups()
+        lost = [s.put_message(msg(body=b"lost")) for _ in range(2)]
+
+        def failing(fd, data, pos):
+            if threading.current_thread() is threading.main_thread():
+                raise OSError(errno.EIO, "injected")
+            return real(fd, data, pos)
+
+        monkeypatch.setattr(commit_log_module.os, "pwrite", failing)
+        s.release_flush_wakeups()
+        monkeypatch.setattr(commit_log_module.os, "pwrite", real)
+        assert s.put_message(msg(body=b"after")).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+        assert s.commit_log.max_offset == ok.wrote_offset + ok.wrote_bytes
+        s.flush_service.request_nowait(0)
+        time.sleep(0.1)
+        assert max(flushed, default=0) < lost[0].wrote_offset + lost[0].wrote_bytes
     finally:
         s.shutdown()
