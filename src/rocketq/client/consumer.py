@@ -10,9 +10,11 @@ import contextlib
 import inspect
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any
+
+from rocketq.protocol.frame import RemotingCommand
 
 from .allocate import Strategy, resolve_strategy
 from .consume import (
@@ -69,6 +71,12 @@ def _parse_consume_timestamp(ts: str | int | float | datetime | None) -> int:
     if isinstance(ts, int | float):
         return int(ts)
     return int(datetime.strptime(ts, "%Y%m%d%H%M%S").timestamp() * 1000)
+
+
+def _forget(aw: Awaitable[Any]) -> None:
+    """A pull sent ahead that nobody will read (queue dropped, consumer stopping, an error before it)."""
+    fut = asyncio.ensure_future(aw)
+    fut.add_done_callback(lambda f: f.cancelled() or f.exception())
 
 
 class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
@@ -573,20 +581,26 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
         timeout_s = self.consumer_timeout_millis_when_suspend / 1000.0
         next_offset = offset
         suggested = 0
-        while self._running and not pq.dropped:
-            if self._paused:
-                await asyncio.sleep(1.0)
-                continue
-            if pq.msg_count > self.pull_threshold_for_queue or pq.msg_size > size_limit:
-                await asyncio.sleep(PULL_DELAY_ON_FLOW_CONTROL_S)
-                continue
-            if not self.orderly and pq.max_span() > self.consume_concurrently_max_span:
-                await asyncio.sleep(PULL_DELAY_ON_FLOW_CONTROL_S)
-                continue
-            sub = self._subs.get(mq.topic) or self._fallback_subscription(mq.topic)
-            if sub is None:
-                await asyncio.sleep(PULL_DELAY_ON_EXCEPTION_S)
-                continue
+
+        def flow_controlled() -> bool:
+            return (
+                pq.msg_count > self.pull_threshold_for_queue
+                or pq.msg_size > size_limit
+                or (not self.orderly and pq.max_span() > self.consume_concurrently_max_span)
+            )
+
+        def room_for_another(body_len: int) -> bool:
+            # the flow-control check made before a pull, with this answer's messages counted as cached
+            # already (at most a batch): the cache stays within the thresholds plus one batch, as without
+            # pulling ahead
+            batch = self.pull_batch_size
+            return (
+                pq.msg_count + batch <= self.pull_threshold_for_queue
+                and pq.msg_size + body_len <= size_limit
+                and (self.orderly or pq.max_span() + batch <= self.consume_concurrently_max_span)
+            )
+
+        def request_for(offset: int, sub: SubscriptionData, addr: str) -> RemotingCommand:
             sys_flag = PULL_FLAG_SUSPEND | PULL_FLAG_SUBSCRIPTION
             commit_offset = 0
             if clustering:
@@ -594,33 +608,69 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
                 if co > 0:
                     commit_offset = co
                     sys_flag |= PULL_FLAG_COMMIT_OFFSET
+            if addr != inst.find_broker_addr(mq.broker_name):
+                sys_flag &= ~PULL_FLAG_COMMIT_OFFSET  # only a master stores commit offsets
+            return build_pull_request(
+                self.group, mq, offset, self.pull_batch_size, sys_flag, commit_offset,
+                self.broker_suspend_max_time_millis, sub,
+            )  # fmt: skip
+
+        # A pull sent ahead: when a pull finds messages, the next one leaves before they are decoded and
+        # handed to the listener (its offset is in the answer's header), so the broker reads the next
+        # batch while this side works on the last one instead of the two taking turns.
+        ahead: tuple[Awaitable[RemotingCommand], SubscriptionData, str] | None = None
+        while self._running and not pq.dropped:
+            if ahead is None:
+                if self._paused:
+                    await asyncio.sleep(1.0)
+                    continue
+                if flow_controlled():
+                    await asyncio.sleep(PULL_DELAY_ON_FLOW_CONTROL_S)
+                    continue
+                sub = self._subs.get(mq.topic) or self._fallback_subscription(mq.topic)
+                if sub is None:
+                    await asyncio.sleep(PULL_DELAY_ON_EXCEPTION_S)
+                    continue
             try:
-                # the broker's suggestion (pullFromWhichNode), else the master, else any replica
-                addr = inst.find_broker_addr_by_id(mq.broker_name, suggested) or (
-                    await inst.find_broker_addr_or_refresh(mq.broker_name, mq.topic, only_master=False)
-                )
-                if addr != inst.find_broker_addr(mq.broker_name):
-                    sys_flag &= ~PULL_FLAG_COMMIT_OFFSET  # only a master stores commit offsets
-                req = build_pull_request(
-                    self.group,
-                    mq,
-                    next_offset,
-                    self.pull_batch_size,
-                    sys_flag,
-                    commit_offset,
-                    self.broker_suspend_max_time_millis,
-                    sub,
-                )
-                resp = await inst.remoting.invoke(addr, req, timeout_s)
+                if ahead is None:
+                    # the broker's suggestion (pullFromWhichNode), else the master, else any replica
+                    addr = inst.find_broker_addr_by_id(mq.broker_name, suggested) or (
+                        await inst.find_broker_addr_or_refresh(mq.broker_name, mq.topic, only_master=False)
+                    )
+                    pending = inst.remoting.start_invoke(addr, request_for(next_offset, sub, addr), timeout_s)
+                else:
+                    pending, sub, addr = ahead
+                    ahead = None
+                resp = await pending
+                if (
+                    resp.code == PullStatus.FOUND.value
+                    and resp.body
+                    and self._running
+                    and not self._paused
+                    and self.pull_interval <= 0
+                    and room_for_another(len(resp.body))
+                ):
+                    ext = resp.ext_fields
+                    nxt = int(ext.get("nextBeginOffset", -1))
+                    to = inst.find_broker_addr_by_id(mq.broker_name, int(ext.get("suggestWhichBrokerId", 0)))
+                    cur = self._subs.get(mq.topic) or sub
+                    if nxt >= 0 and to:
+                        early = inst.remoting.start_invoke(to, request_for(nxt, cur, to), timeout_s)
+                        ahead = (early, cur, to)
                 result = process_pull_response(resp, mq, sub, addr)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 if self._running and not pq.dropped:
                     log.info("pull %s failed: %s", mq, exc)
+                if ahead is not None:
+                    _forget(ahead[0])
+                    ahead = None
                 await asyncio.sleep(PULL_DELAY_ON_EXCEPTION_S)
                 continue
             if pq.dropped:
+                if ahead is not None:
+                    _forget(ahead[0])
                 return
             pq.last_pull_ts = time.monotonic()
             suggested = result.suggest_which_broker_id
@@ -646,6 +696,8 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
                     await store.persist(mq)
             if self.pull_interval > 0:
                 await asyncio.sleep(self.pull_interval / 1000.0)
+        if ahead is not None:
+            _forget(ahead[0])
 
     def _fallback_subscription(self, topic: str) -> SubscriptionData | None:
         return None

@@ -520,6 +520,49 @@ class Channel(asyncio.Protocol):
         finally:
             self._pending.pop(opaque, None)
 
+    def send_request(
+        self, request: RemotingCommand, timeout_s: float = 3.0
+    ) -> asyncio.Future[RemotingCommand]:
+        """invoke() without the await, and written now rather than at the end of the loop turn: the caller
+        does other work (decoding the previous answer) while this one is on its way. The future fails with
+        RemotingTimeoutError or RemotingConnectError."""
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            raise RemotingSendRequestError(self.remote_addr, "channel closed")
+        opaque = next(self._next_opaque) & 0x7FFFFFFF
+        request.opaque = opaque
+        request.flag &= ~(FLAG_RESPONSE | FLAG_ONEWAY)
+        loop = self._loop
+        fut: asyncio.Future[RemotingCommand] = loop.create_future()
+        deadline = loop.time() + timeout_s
+        parts = request.frame_parts()
+        self._pending[opaque] = (fut, deadline)
+        if self._wq:  # requests coalesced earlier in this turn go first
+            self._flush_wq()
+        transport.writelines(parts)
+        if deadline < self._timer_at:
+            self._arm(deadline)
+        out: asyncio.Future[RemotingCommand] = loop.create_future()
+        fut.add_done_callback(functools.partial(self._request_done, opaque, out, timeout_s))
+        return out
+
+    def _request_done(
+        self, opaque: int, out: asyncio.Future[RemotingCommand], timeout_s: float, fut: asyncio.Future
+    ) -> None:
+        self._pending.pop(opaque, None)
+        if fut.cancelled():
+            out.cancel()
+            return
+        exc = fut.exception()  # retrieved even when nobody waits any more (no "never retrieved" log)
+        if out.done():
+            return
+        if exc is None:
+            out.set_result(fut.result())
+        elif isinstance(exc, TimeoutError):
+            out.set_exception(RemotingTimeoutError(self.remote_addr, timeout_s))
+        else:
+            out.set_exception(exc)
+
     def _arm(self, when: float) -> None:
         if self._timer is not None:
             self._timer.cancel()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from rocketq.protocol.frame import MAX_FRAME_SIZE, RemotingCommand
@@ -137,6 +137,27 @@ class RemotingClient:
         response = await ch.invoke(request, timeout_s)
         hook.do_after_response(addr, request, response)
         return response
+
+    def start_invoke(
+        self, addr: str, request: RemotingCommand, timeout_s: float = 3.0
+    ) -> Awaitable[RemotingCommand]:
+        """invoke() whose request leaves now when the connection is up (Channel.send_request), so the
+        caller can work until it awaits the answer; otherwise (connecting) the same as invoke()."""
+        ch = self._channels.get(addr)
+        if ch is None or ch.closed:
+            return asyncio.ensure_future(self.invoke(addr, request, timeout_s))
+        hook = self.rpc_hook
+        if hook is None:
+            return ch.send_request(request, timeout_s)
+        hook.do_before_request(addr, request)
+        fut = ch.send_request(request, timeout_s)
+
+        async def after() -> RemotingCommand:
+            response = await fut
+            hook.do_after_response(addr, request, response)
+            return response
+
+        return asyncio.ensure_future(after())
 
     async def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
         ch = self._channels.get(addr)

@@ -707,3 +707,44 @@ def test_deferred_replies_are_answered_when_resolved_and_waited_for_on_close() -
             assert (await pending).remark == "later"
 
     arun(body)
+
+
+def test_start_invoke_writes_at_once_and_reports_answers_timeouts_and_closes() -> None:
+    """start_invoke: the request leaves before the caller's loop turn ends (a pull sent ahead while the
+    previous answer is decoded), after requests coalesced earlier in that turn; its answer, a timeout
+    (RemotingTimeoutError) and a closed connection (RemotingConnectError) reach the awaiting caller."""
+
+    async def body() -> None:
+        async with _server() as server, RemotingClient() as client:
+            await client.invoke(server.address, _fast(0), 5)  # connected
+            ch = client._channels[server.address]
+            writes: list[int] = []
+
+            class Spy:  # the real transport, with its writes counted
+                def __init__(self, t: object) -> None:
+                    self.t = t
+
+                def __getattr__(self, name: str) -> object:
+                    return getattr(self.t, name)
+
+                def writelines(self, parts: list) -> None:
+                    writes.append(len(parts))
+                    self.t.writelines(parts)  # type: ignore[attr-defined]
+
+            ch._transport = Spy(ch._transport)  # type: ignore[assignment]
+            coalesced = [asyncio.ensure_future(client.invoke(server.address, _fast(i), 5)) for i in (1, 2)]
+            await asyncio.sleep(0)  # both issued in one turn: waiting in the coalescing queue
+            early = client.start_invoke(server.address, _fast(3), 5)
+            assert writes, "start_invoke must write before the turn ends"
+            assert (await early).ext_fields["n"] == "3"
+            assert [r.ext_fields["n"] for r in await asyncio.gather(*coalesced)] == ["1", "2"]
+            slow = client.start_invoke(server.address, RemotingCommand.request(SLOW, {"sleep": "2"}), 0.1)
+            with pytest.raises(RemotingTimeoutError):
+                await slow
+            doomed = client.start_invoke(server.address, RemotingCommand.request(SLOW, {"sleep": "2"}), 5)
+            await asyncio.sleep(0.05)
+            ch.close()
+            with pytest.raises(RemotingConnectError):
+                await doomed
+
+    arun(body)
