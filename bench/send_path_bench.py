@@ -156,7 +156,8 @@ async def run_bench(args: argparse.Namespace) -> list[dict[str, float]]:
 
 
 def summary(values: list[float]) -> str:
-    return f"{statistics.median(values):6.2f} (min {min(values):6.2f}, max {max(values):6.2f}, n={len(values)})"
+    med = statistics.median(values)
+    return f"{med:6.2f} (min {min(values):6.2f}, max {max(values):6.2f}, n={len(values)})"
 
 
 def run_ab(args: argparse.Namespace) -> None:
@@ -166,8 +167,8 @@ def run_ab(args: argparse.Namespace) -> None:
         order = trees if rnd % 2 == 0 else trees[::-1]
         for tree in order:
             env = dict(os.environ, PYTHONPATH=f"{tree}/src:{tree}")
-            cmd = [sys.executable, os.path.abspath(__file__), "--json", "--n", str(args.n),
-                   "--runs", str(args.runs), "--size", str(args.size), "--window", str(args.window)]  # fmt: skip
+            cmd = [sys.executable, os.path.abspath(__file__), "--json", "--n", str(args.n), "--runs",
+                   str(args.runs), "--size", str(args.size), "--window", str(args.window)]  # fmt: skip
             if args.tags:
                 cmd.append("--tags")
             r = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
@@ -175,7 +176,8 @@ def run_ab(args: argparse.Namespace) -> None:
                 sys.exit(f"{tree} failed:\n{r.stdout}\n{r.stderr}")
             res = json.loads(r.stdout.strip().splitlines()[-1])
             pooled[tree] += res
-            print(f"round {rnd} {tree}: cpu µs/msg " + " ".join(f"{x['cpu_us']:.2f}" for x in res), flush=True)
+            runs = " ".join(f"{x['cpu_us']:.2f}" for x in res)
+            print(f"round {rnd} {tree}: cpu µs/msg {runs}", flush=True)
     base = statistics.median(x["cpu_us"] for x in pooled[trees[0]])
     for tree in trees:
         cpu = [x["cpu_us"] for x in pooled[tree]]
