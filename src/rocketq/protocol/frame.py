@@ -9,6 +9,7 @@ Frame layout (big-endian):
 
 from __future__ import annotations
 
+import operator
 import re
 import struct
 from collections.abc import Iterable, Sequence
@@ -245,29 +246,36 @@ def _header_int(obj: dict[str, Any], key: str, default: int = 0) -> int:
     return value
 
 
-_I32_MIN = -(2**31)
-_I32_MAX = 2**31 - 1
 _new_command = RemotingCommand.__new__
+_JSON = SerializeType.JSON
+_get_ints = operator.itemgetter("code", "opaque", "flag", "version")
+_loads = orjson.loads
+JSONDecodeError = orjson.JSONDecodeError
 
 
 def _command_from_json(raw: memoryview, body: memoryview) -> RemotingCommand:
-    obj = _decode_json_header(raw)
+    try:
+        obj = _loads(raw)
+    except JSONDecodeError as exc:
+        raise ProtocolError(f"invalid JSON header: {exc}") from None
+    if type(obj) is not dict:
+        raise ProtocolError("JSON header is not an object")
     # Fast path for well-formed headers (plain ints, string extFields); anything unusual takes the
     # lenient, validating path below. This runs once per request, so it matters.
     get = obj.get
-    code = get("code", 0)
-    opaque = get("opaque", 0)
-    flag = get("flag", 0)
-    version = get("version", 0)
+    try:
+        code, opaque, flag, version = _get_ints(obj)
+    except KeyError:  # Java always sends all four; others may leave some out (0)
+        code, opaque, flag, version = get("code", 0), get("opaque", 0), get("flag", 0), get("version", 0)
     if not (
         type(code) is int
         and type(opaque) is int
         and type(flag) is int
         and type(version) is int
-        and _I32_MIN <= code <= _I32_MAX
-        and _I32_MIN <= opaque <= _I32_MAX
-        and _I32_MIN <= flag <= _I32_MAX
-        and _I32_MIN <= version <= _I32_MAX
+        and -2147483648 <= code <= 2147483647
+        and -2147483648 <= opaque <= 2147483647
+        and -2147483648 <= flag <= 2147483647
+        and -2147483648 <= version <= 2147483647
     ):
         code = _header_int(obj, "code")
         opaque = _header_int(obj, "opaque")
@@ -300,7 +308,7 @@ def _command_from_json(raw: memoryview, body: memoryview) -> RemotingCommand:
     cmd.remark = remark
     cmd.language = language
     cmd.version = version
-    cmd.serialize_type = SerializeType.JSON
+    cmd.serialize_type = _JSON
     return cmd
 
 
@@ -391,17 +399,30 @@ class FrameDecoder:
         out: list[RemotingCommand] = []
         pos = 0
         total = len(buf)
+        max_frame = self.max_frame_size
+        unpack = _INT.unpack_from
         with memoryview(buf) as view:
             while total - pos >= 4:
-                (length,) = _INT.unpack_from(view, pos)
-                if length < 4 or length > self.max_frame_size:
-                    raise ProtocolError(f"frame length {length} outside 4..{self.max_frame_size}")
-                if total - pos - 4 < length:
+                (length,) = unpack(view, pos)
+                if length < 4 or length > max_frame:
+                    raise ProtocolError(f"frame length {length} outside 4..{max_frame}")
+                end = pos + 4 + length
+                if end > total:
                     break
-                start = pos + 4
-                with view[start : start + length] as frame:
-                    out.append(decode_frame(frame))
-                pos = start + length
+                # decode_frame inlined (one call and one memoryview less per frame); same checks
+                (mark,) = unpack(view, pos + 4)
+                header_len = mark & 0xFFFFFF
+                if header_len > length - 4 or header_len > MAX_HEADER_SIZE:
+                    raise ProtocolError(f"header length {header_len} exceeds frame length {length - 4}")
+                start = pos + 8
+                if mark >> 24 == 0:  # SerializeType.JSON (the mark is non-negative: high byte 0)
+                    out.append(
+                        _command_from_json(view[start : start + header_len], view[start + header_len : end])
+                    )
+                else:
+                    with view[pos + 4 : end] as frame:
+                        out.append(decode_frame(frame))
+                pos = end
         if pos:
             del buf[:pos]
         return out
