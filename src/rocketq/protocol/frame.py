@@ -124,15 +124,19 @@ class RemotingCommand:
         body: Body = b"",
     ) -> RemotingCommand:
         """A response to this request: same opaque and serialize type."""
-        return RemotingCommand(
-            code,
-            opaque=self.opaque,
-            flag=FLAG_RESPONSE,
-            ext_fields=ext_fields,
-            body=body,
-            remark=remark,
-            serialize_type=self.serialize_type,
-        )
+        # What RemotingCommand(code, opaque=..., flag=FLAG_RESPONSE, ...) does, without the keyword call
+        # (one per answered request).
+        resp = _new_command(RemotingCommand)
+        resp.code = code
+        resp.opaque = self.opaque
+        resp.flag = FLAG_RESPONSE
+        resp.ext_fields = ext_fields if ext_fields is not None else {}
+        resp.body = body
+        resp.remark = remark
+        resp.language = "JAVA"
+        resp.version = CURRENT_VERSION
+        resp.serialize_type = self.serialize_type
+        return resp
 
     @property
     def is_response(self) -> bool:
@@ -209,6 +213,12 @@ class RemotingCommand:
         """The frame as buffers for ``transport.writelines`` (no join of the body)."""
         header = self.encode_header()
         body = self.body
+        if type(body) is bytes:  # the common case, as below without the generic length walk
+            length = 4 + len(header) + len(body)
+            if length > MAX_FRAME_SIZE:
+                raise ProtocolError(f"frame of {length} bytes exceeds the {MAX_FRAME_SIZE} byte limit")
+            prefix = _PREFIX.pack(length, (self.serialize_type << 24) | len(header))
+            return [prefix + header, body] if body else [prefix + header]
         if isinstance(body, bytes | bytearray | memoryview):
             bodies: Iterable[bytes | bytearray | memoryview] = (body,) if len(body) else ()
         else:
