@@ -81,3 +81,14 @@ def test_remark_language_and_body_take_the_generic_encoder():
             for k, v in change.items():
                 setattr(r, k, v)
         assert fast.encode() == slow.encode(), change
+
+
+def test_message_to_store_field_order_the_send_path_passes_positionally():
+    import dataclasses
+
+    from rocketq.store import MessageToStore
+
+    assert [f.name for f in dataclasses.fields(MessageToStore)] == [
+        "topic", "queue_id", "body", "flag", "properties", "sys_flag", "born_timestamp", "born_host",
+        "reconsume_times", "prepared_transaction_offset", "tags_code", "properties_raw",
+    ]  # fmt: skip

@@ -86,18 +86,27 @@ def put_status_response(request: RemotingCommand, result) -> RemotingCommand | N
     return request.response(ResponseCode.SYSTEM_ERROR, f"put message failed: {name}")
 
 
+_NEEDLES: dict[str, tuple[str, str]] = {}
+
+
 def _last_value(props: str, key: str) -> str | None:
     """Value of key in a property string as string_to_properties would give it (the last pair wins)."""
-    i = props.rfind(f"\x02{key}\x01")
+    needles = _NEEDLES.get(key)
+    if needles is None:
+        needles = _NEEDLES[key] = (f"\x02{key}\x01", f"{key}\x01")  # a few constant keys
+    i = props.rfind(needles[0])
     if i >= 0:
         i += len(key) + 2
-    elif props.startswith(f"{key}\x01"):
+    elif props.startswith(needles[1]):
         i = len(key) + 1
     else:
         return None
     j = props.find("\x02", i)
     return props[i:] if j < 0 else props[i:j]
 
+
+_SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)
+_SUCCESS = ResponseCode.SUCCESS
 
 _STATUS_CODE = {
     "PUT_OK": ResponseCode.SUCCESS,
@@ -262,13 +271,14 @@ class SendProcessor:
 
     # -- entry -------------------------------------------------------------------------------
     def process(self, channel: Channel, request: RemotingCommand):
-        h = SendMessageRequestHeader.from_request(request.code, request.ext_fields)
+        code = request.code
+        h = SendMessageRequestHeader.from_request(code, request.ext_fields)
         tc, err = self._check(request, h)
         if err is not None:
             return err
         if h.queue_id < 0:
             h.queue_id = random.randrange(tc.write_queue_nums)
-        if request.code == RequestCode.SEND_BATCH_MESSAGE or h.batch:
+        if code == _SEND_BATCH_MESSAGE or h.batch:
             return self._send_batch(channel, request, h)
         return self._send_one(channel, request, h)
 
@@ -356,24 +366,27 @@ class SendProcessor:
         pb = (raw + self._cluster_suffix if raw else self._cluster_pair).encode()
         if len(pb) > MAX_PROPERTIES_LENGTH:
             return None  # the general path normalises first: same limit on the same string as before
-        tags = _last_value(raw, "TAGS")
+        tags = _last_value(raw, "TAGS") if "TAGS\x01" in raw else None
+        queue_id = h.queue_id
+        # Positional, in MessageToStore's field order (keywords cost more than the rest of the call; a test
+        # pins the order): topic, queue_id, body, flag, properties (unused with properties_raw), sys_flag,
+        # born_timestamp, born_host, reconsume_times, prepared_transaction_offset, tags_code, properties_raw
         msg = self.MessageToStore(
-            topic=h.topic,
-            queue_id=h.queue_id,
-            body=request.body,
-            flag=h.flag,
-            sys_flag=h.sys_flag,
-            born_timestamp=h.born_timestamp,
-            born_host=born_host_of(channel),
-            reconsume_times=h.reconsume_times or 0,
-            tags_code=tag_hash_code(tags) if tags else 0,
-            properties_raw=pb,
-        )
+            h.topic, queue_id, request.body, h.flag, {}, h.sys_flag, h.born_timestamp,
+            channel.attrs.get("born_host") or born_host_of(channel), h.reconsume_times or 0, 0,
+            tag_hash_code(tags) if tags else 0, pb,
+        )  # fmt: skip
         result = self.ctl.store.put_message(msg)
         if "WAIT\x01false" in raw and _last_value(raw, "WAIT") == "false":
             result.flush_future = None  # waitStoreMsgOK=false: answer without waiting for the flush
             result.flush_offset = 0
-        return self._respond(request, result, h.queue_id)
+        elif result.status is self.PUT_OK and not result.flush_offset and result.flush_future is None:
+            # ASYNC_FLUSH, stored: _respond's first case, two calls shallower
+            self.stats.put += 1
+            return send_ok_response(
+                request, _SUCCESS, result.msg_ids[0], queue_id, result.queue_offset, self._ok_strings
+            )
+        return self._respond(request, result, queue_id)
 
     def _retry_to_dlq(
         self, request, h: SendMessageRequestHeader, props: dict[str, str], reconsume_times: int
