@@ -22,6 +22,7 @@ import asyncio
 import gc
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -138,6 +139,7 @@ async def run_bench(args: argparse.Namespace) -> list[dict[str, float]]:
                 opaque += args.n
                 gc.collect()
                 await asyncio.sleep(0)
+                r0 = resource.getrusage(resource.RUSAGE_THREAD)
                 c0, w0 = time.thread_time(), time.perf_counter()
                 feed = ch.data_received
                 for i, chunk in enumerate(chunks):
@@ -145,10 +147,16 @@ async def run_bench(args: argparse.Namespace) -> list[dict[str, float]]:
                     if not i % 16:
                         await asyncio.sleep(0)  # let the loop turn, as between socket reads
                 c1, w1 = time.thread_time(), time.perf_counter()
+                r1 = resource.getrusage(resource.RUSAGE_THREAD)
                 check_responses(tr.out, args.n)
                 tr.out.clear()
                 if run:
-                    results.append({"cpu_us": (c1 - c0) / args.n * 1e6, "wall_us": (w1 - w0) / args.n * 1e6})
+                    per = 1e6 / args.n
+                    results.append({
+                        "cpu_us": (c1 - c0) * per, "wall_us": (w1 - w0) * per,
+                        "user_us": (r1.ru_utime - r0.ru_utime) * per,
+                        "sys_us": (r1.ru_stime - r0.ru_stime) * per,
+                    })  # fmt: skip
             ch.connection_lost(None)  # the fake transport never reports it
             return results
         finally:
@@ -184,6 +192,8 @@ def run_ab(args: argparse.Namespace) -> None:
         wall = [x["wall_us"] for x in pooled[tree]]
         print(f"{tree}\n  cpu  µs/msg {summary(cpu)}  ({statistics.median(cpu) / base - 1:+.1%})")
         print(f"  wall µs/msg {summary(wall)}")
+        print(f"  user µs/msg {summary([x['user_us'] for x in pooled[tree]])}")
+        print(f"  sys  µs/msg {summary([x['sys_us'] for x in pooled[tree]])}")
 
 
 def main() -> None:
@@ -213,6 +223,8 @@ def main() -> None:
     print(f"SEND_MESSAGE_V2 {args.size} B body, {args.window} frames per read, {args.n} messages per run")
     print(f"  cpu  µs/msg {summary([r['cpu_us'] for r in results])}")
     print(f"  wall µs/msg {summary([r['wall_us'] for r in results])}")
+    print(f"  user µs/msg {summary([r['user_us'] for r in results])}")
+    print(f"  sys  µs/msg {summary([r['sys_us'] for r in results])}")
 
 
 if __name__ == "__main__":
