@@ -405,13 +405,17 @@ class FrameDecoder:
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand]:
         buf = self._buf
-        buf += data
+        if buf or type(data) is not bytes:
+            buf += data
+            src: bytes | bytearray = buf
+        else:  # nothing buffered: decode straight from the read (no copy of it); keep only a partial frame
+            src = data
         out: list[RemotingCommand] = []
         pos = 0
-        total = len(buf)
+        total = len(src)
         max_frame = self.max_frame_size
         unpack = _INT.unpack_from
-        with memoryview(buf) as view:
+        with memoryview(src) as view:
             while total - pos >= 4:
                 (length,) = unpack(view, pos)
                 if length < 4 or length > max_frame:
@@ -433,6 +437,9 @@ class FrameDecoder:
                     with view[pos + 4 : end] as frame:
                         out.append(decode_frame(frame))
                 pos = end
-        if pos:
-            del buf[:pos]
+        if src is buf:
+            if pos:
+                del buf[:pos]
+        elif pos < total:
+            buf += memoryview(data)[pos:]
         return out
