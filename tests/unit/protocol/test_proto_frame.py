@@ -189,6 +189,29 @@ def test_decoder_handles_arbitrary_chunking(cmds: list[RemotingCommand], data: s
         _same(got, want)
 
 
+@settings(max_examples=300, deadline=None)
+@given(commands(), st.data())
+def test_stream_decoder_agrees_with_decode_frame(cmd: RemotingCommand, data: st.DataObject) -> None:
+    """FrameDecoder.feed decodes JSON frames inline: same command, or the same ProtocolError, as decode_frame
+    (also for corrupted header marks and headers)."""
+    raw = bytearray(cmd.encode())
+    for _ in range(data.draw(st.integers(0, 3))):
+        i = data.draw(st.integers(4, len(raw) - 1))  # keep the length prefix: both see the same frame
+        raw[i] = data.draw(st.integers(0, 255))
+    try:
+        want: RemotingCommand | str = decode_frame(bytes(raw[4:]))
+    except ProtocolError as exc:
+        want = str(exc)
+    try:
+        got: RemotingCommand | str = FrameDecoder().feed(bytes(raw))[0]
+    except ProtocolError as exc:
+        got = str(exc)
+    if isinstance(want, str) or isinstance(got, str):
+        assert got == want
+    else:
+        _same(got, want)
+
+
 def test_decoder_byte_at_a_time_and_partial_buffering() -> None:
     cmd = RemotingCommand.request(11, {"topic": "T"}, b"body")
     raw = cmd.encode()

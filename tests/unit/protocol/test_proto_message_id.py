@@ -185,3 +185,10 @@ def test_message_id_v5_layout() -> None:
 def test_message_id_v5_junk(bad: str) -> None:
     with pytest.raises(ProtocolError):
         parse_message_id_v5(bad)
+
+
+@settings(deadline=None)
+@given(st.integers(-(2**63), 2**64 - 1))
+def test_offset_msg_id_encoder_matches_a_hex_format(offset: int) -> None:
+    enc = offset_msg_id_encoder("10.1.2.3", 10911)
+    assert enc(offset) == f"0A01020300002A9F{offset & 0xFFFFFFFFFFFFFFFF:016X}"

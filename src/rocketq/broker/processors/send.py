@@ -8,13 +8,23 @@ from __future__ import annotations
 
 import asyncio
 import random
+import struct
 import time
 from functools import partial
 from typing import TYPE_CHECKING
 
+import orjson
+
 from rocketq.protocol import record as rec
-from rocketq.protocol.codes import PERM_WRITE, VERSION_V3_4_9, RequestCode, ResponseCode
-from rocketq.protocol.frame import ProtocolError, RemotingCommand
+from rocketq.protocol.codes import (
+    CURRENT_VERSION,
+    FLAG_RESPONSE,
+    PERM_WRITE,
+    VERSION_V3_4_9,
+    RequestCode,
+    ResponseCode,
+)
+from rocketq.protocol.frame import MAX_FRAME_SIZE, ProtocolError, RemotingCommand
 from rocketq.protocol.headers import SendMessageRequestHeader
 from rocketq.protocol.properties import (
     DLQ_GROUP_TOPIC_PREFIX,
@@ -77,12 +87,18 @@ def put_status_response(request: RemotingCommand, result) -> RemotingCommand | N
     return request.response(ResponseCode.SYSTEM_ERROR, f"put message failed: {name}")
 
 
+_NEEDLES: dict[str, tuple[str, str]] = {}
+
+
 def _last_value(props: str, key: str) -> str | None:
     """Value of key in a property string as string_to_properties would give it (the last pair wins)."""
-    i = props.rfind(f"\x02{key}\x01")
+    needles = _NEEDLES.get(key)
+    if needles is None:
+        needles = _NEEDLES[key] = (f"\x02{key}\x01", f"{key}\x01")  # a few constant keys
+    i = props.rfind(needles[0])
     if i >= 0:
         i += len(key) + 2
-    elif props.startswith(f"{key}\x01"):
+    elif props.startswith(needles[1]):
         i = len(key) + 1
     else:
         return None
@@ -90,12 +106,100 @@ def _last_value(props: str, key: str) -> str | None:
     return props[i:] if j < 0 else props[i:j]
 
 
+_SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)
+_SUCCESS = ResponseCode.SUCCESS
+
 _STATUS_CODE = {
     "PUT_OK": ResponseCode.SUCCESS,
     "FLUSH_DISK_TIMEOUT": ResponseCode.FLUSH_DISK_TIMEOUT,
     "FLUSH_SLAVE_TIMEOUT": ResponseCode.FLUSH_SLAVE_TIMEOUT,
     "SLAVE_NOT_AVAILABLE": ResponseCode.SLAVE_NOT_AVAILABLE,
 }
+
+
+_OK_HEADER = (
+    b'{"code":%d,"language":"JAVA","version":%d,"opaque":%d,"flag":%d,'
+    b'"extFields":{"msgId":"%b","queueId":"%d","queueOffset":"%d","MSG_REGION":%b,"TRACE_ON":%b},'
+    b'"serializeTypeCurrentRPC":"JSON"}'
+)
+_FRAME_PREFIX = struct.Struct(">ii")
+_new_ok = object.__new__
+
+
+class SendOkResponse(RemotingCommand):
+    """A send's answer (SUCCESS or a flush/slave status with a send result), its JSON header formatted from
+    a template: the bytes RemotingCommand.encode_header gives for the same fields, without building the
+    extFields dict or running the JSON encoder (per message). The values need no escaping: msgId is hex
+    (comma-joined for a batch), the ids ints, region and traceOn are JSON-encoded once (SendProcessor.reload).
+
+    ``ext_fields`` is built on first access; from then on (the dict may have been changed) and for anything
+    the template does not cover (a binary header, a remark, another language) the generic encoder runs."""
+
+    __slots__ = ("_ext", "_msg_id", "_queue_id", "_queue_offset", "_strings")
+
+    _ext: dict[str, str] | None
+    _msg_id: str
+    _queue_id: int
+    _queue_offset: int
+    _strings: tuple[str, str, bytes, bytes]  # region, traceOn, both JSON-encoded
+
+    @property  # type: ignore[override]
+    def ext_fields(self) -> dict[str, str]:
+        ext = self._ext
+        if ext is None:
+            region, trace_on, _, _ = self._strings
+            ext = self._ext = {
+                "msgId": self._msg_id,
+                "queueId": str(self._queue_id),
+                "queueOffset": str(self._queue_offset),
+                "MSG_REGION": region,
+                "TRACE_ON": trace_on,
+            }
+        return ext
+
+    @ext_fields.setter
+    def ext_fields(self, value: dict[str, str]) -> None:
+        self._ext = value
+
+    def encode_header(self) -> bytes:
+        if self._ext is None and self.serialize_type == 0 and self.remark is None and self.language == "JAVA":
+            _, _, region, trace_on = self._strings
+            return _OK_HEADER % (
+                self.code, self.version, self.opaque, self.flag, self._msg_id.encode(), self._queue_id,
+                self._queue_offset, region, trace_on,
+            )  # fmt: skip
+        return RemotingCommand.encode_header(self)
+
+    def frame_parts(self) -> list[bytes | bytearray | memoryview]:
+        body = self.body
+        if body == b"":
+            header = self.encode_header()
+            n = len(header)
+            if n + 4 <= MAX_FRAME_SIZE:
+                return [_FRAME_PREFIX.pack(n + 4, (self.serialize_type << 24) | n) + header]
+        return RemotingCommand.frame_parts(self)
+
+
+def send_ok_response(
+    request: RemotingCommand, code: int, msg_id: str, queue_id: int, queue_offset: int, strings: tuple
+) -> SendOkResponse:
+    """request.response(code, None, {msgId, queueId, queueOffset, MSG_REGION, TRACE_ON}) as a SendOkResponse;
+    strings: (region, traceOn, JSON of region, JSON of traceOn)."""
+    resp = _new_ok(SendOkResponse)
+    resp.code = code
+    resp.opaque = request.opaque
+    resp.flag = FLAG_RESPONSE
+    resp._ext = None
+    resp._msg_id = msg_id
+    resp._queue_id = queue_id
+    resp._queue_offset = queue_offset
+    resp._strings = strings
+    resp.body = b""
+    resp.remark = None
+    resp.language = "JAVA"
+    resp.version = CURRENT_VERSION
+    resp.serialize_type = request.serialize_type
+    return resp
 
 
 class SendProcessor:
@@ -118,6 +222,13 @@ class SendProcessor:
         self.max_size = cfg["maxMessageSize"]
         self.region = cfg["region"]
         self.reject_tx = cfg["rejectTransactionMessage"]
+        # for SendOkResponse: the strings, and their JSON as RemotingCommand.encode_header would write it
+        self._ok_strings = (
+            self.region,
+            self.trace_on,
+            orjson.dumps(self.region),
+            orjson.dumps(self.trace_on),
+        )
 
     def register(self, server) -> None:
         server.register_processor(RequestCode.SEND_MESSAGE, self.process)
@@ -161,13 +272,14 @@ class SendProcessor:
 
     # -- entry -------------------------------------------------------------------------------
     def process(self, channel: Channel, request: RemotingCommand):
-        h = SendMessageRequestHeader.from_request(request.code, request.ext_fields)
+        code = request.code
+        h = SendMessageRequestHeader.from_request(code, request.ext_fields)
         tc, err = self._check(request, h)
         if err is not None:
             return err
         if h.queue_id < 0:
             h.queue_id = random.randrange(tc.write_queue_nums)
-        if request.code == RequestCode.SEND_BATCH_MESSAGE or h.batch:
+        if code == _SEND_BATCH_MESSAGE or h.batch:
             return self._send_batch(channel, request, h)
         return self._send_one(channel, request, h)
 
@@ -255,24 +367,27 @@ class SendProcessor:
         pb = (raw + self._cluster_suffix if raw else self._cluster_pair).encode()
         if len(pb) > MAX_PROPERTIES_LENGTH:
             return None  # the general path normalises first: same limit on the same string as before
-        tags = _last_value(raw, "TAGS")
+        tags = _last_value(raw, "TAGS") if "TAGS\x01" in raw else None
+        queue_id = h.queue_id
+        # Positional, in MessageToStore's field order (keywords cost more than the rest of the call; a test
+        # pins the order): topic, queue_id, body, flag, properties (unused with properties_raw), sys_flag,
+        # born_timestamp, born_host, reconsume_times, prepared_transaction_offset, tags_code, properties_raw
         msg = self.MessageToStore(
-            topic=h.topic,
-            queue_id=h.queue_id,
-            body=request.body,
-            flag=h.flag,
-            sys_flag=h.sys_flag,
-            born_timestamp=h.born_timestamp,
-            born_host=born_host_of(channel),
-            reconsume_times=h.reconsume_times or 0,
-            tags_code=tag_hash_code(tags) if tags else 0,
-            properties_raw=pb,
-        )
+            h.topic, queue_id, request.body, h.flag, {}, h.sys_flag, h.born_timestamp,
+            channel.attrs.get("born_host") or born_host_of(channel), h.reconsume_times or 0, 0,
+            tag_hash_code(tags) if tags else 0, pb,
+        )  # fmt: skip
         result = self.ctl.store.put_message(msg)
         if "WAIT\x01false" in raw and _last_value(raw, "WAIT") == "false":
             result.flush_future = None  # waitStoreMsgOK=false: answer without waiting for the flush
             result.flush_offset = 0
-        return self._respond(request, result, h.queue_id)
+        elif result.status is self.PUT_OK and not result.flush_offset and result.flush_future is None:
+            # ASYNC_FLUSH, stored: _respond's first case, two calls shallower
+            self.stats.put += 1
+            return send_ok_response(
+                request, _SUCCESS, result.msg_ids[0], queue_id, result.queue_offset, self._ok_strings
+            )
+        return self._respond(request, result, queue_id)
 
     def _retry_to_dlq(
         self, request, h: SendMessageRequestHeader, props: dict[str, str], reconsume_times: int
@@ -337,18 +452,8 @@ class SendProcessor:
     def _ok(self, request: RemotingCommand, result, code: int, queue_id: int) -> RemotingCommand:
         self.stats.put += result.msg_num or 1
         ids = result.msg_ids
-        resp = request.response(
-            code,
-            None,
-            {
-                "msgId": ids[0] if len(ids) == 1 else ",".join(ids),
-                "queueId": str(queue_id),
-                "queueOffset": str(result.queue_offset),
-                "MSG_REGION": self.region,
-                "TRACE_ON": self.trace_on,
-            },
-        )
-        return resp
+        msg_id = ids[0] if len(ids) == 1 else ",".join(ids)
+        return send_ok_response(request, code, msg_id, queue_id, result.queue_offset, self._ok_strings)
 
     # -- batch -------------------------------------------------------------------------------
     def _send_batch(self, channel: Channel, request: RemotingCommand, h: SendMessageRequestHeader):
