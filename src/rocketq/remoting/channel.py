@@ -502,8 +502,10 @@ class Channel(asyncio.Protocol):
             self._drain_waiters.append(fut)
             await fut
 
-    async def invoke(self, request: RemotingCommand, timeout_s: float = 3.0) -> RemotingCommand:
-        """Send a request on this connection and wait for its response."""
+    def _expect_answer(
+        self, request: RemotingCommand, timeout_s: float
+    ) -> tuple[int, asyncio.Future[RemotingCommand], float]:
+        """Number the request and register the future its answer completes (opaque, future, deadline)."""
         opaque = next(self._next_opaque) & 0x7FFFFFFF
         request.opaque = opaque
         request.flag &= ~(FLAG_RESPONSE | FLAG_ONEWAY)
@@ -511,6 +513,11 @@ class Channel(asyncio.Protocol):
         fut: asyncio.Future[RemotingCommand] = loop.create_future()
         deadline = loop.time() + timeout_s
         self._pending[opaque] = (fut, deadline)
+        return opaque, fut, deadline
+
+    async def invoke(self, request: RemotingCommand, timeout_s: float = 3.0) -> RemotingCommand:
+        """Send a request on this connection and wait for its response."""
+        opaque, fut, deadline = self._expect_answer(request, timeout_s)
         try:
             self.write_command(request)
         except BaseException:
@@ -534,20 +541,18 @@ class Channel(asyncio.Protocol):
         transport = self._transport
         if transport is None or transport.is_closing():
             raise RemotingSendRequestError(self.remote_addr, "channel closed")
-        opaque = next(self._next_opaque) & 0x7FFFFFFF
-        request.opaque = opaque
-        request.flag &= ~(FLAG_RESPONSE | FLAG_ONEWAY)
-        loop = self._loop
-        fut: asyncio.Future[RemotingCommand] = loop.create_future()
-        deadline = loop.time() + timeout_s
-        parts = request.frame_parts()
-        self._pending[opaque] = (fut, deadline)
+        opaque, fut, deadline = self._expect_answer(request, timeout_s)
+        try:
+            parts = request.frame_parts()  # after the numbering: the frame carries the opaque
+        except BaseException:
+            self._pending.pop(opaque, None)
+            raise
         if self._wq:  # requests coalesced earlier in this turn go first
             self._flush_wq()
         transport.writelines(parts)
         if deadline < self._timer_at:
             self._arm(deadline)
-        out: asyncio.Future[RemotingCommand] = loop.create_future()
+        out: asyncio.Future[RemotingCommand] = self._loop.create_future()
         fut.add_done_callback(functools.partial(self._request_done, opaque, out, timeout_s))
         return out
 
