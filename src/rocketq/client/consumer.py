@@ -542,8 +542,13 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
             new_mqs = [mq for mq in new_mqs if mq in locked]
         for mq in new_mqs:
             self.offset_store.remove_offset(mq)
-            offset = await self._compute_pull_from_where(mq)
-            if offset < 0:
+        # every new queue's start offset at once (one broker round trip each), so that their pulls start
+        # together rather than one round trip apart
+        offsets = await asyncio.gather(*map(self._compute_pull_from_where, new_mqs), return_exceptions=True)
+        for mq, offset in zip(new_mqs, offsets, strict=True):
+            if not isinstance(offset, int) or offset < 0:
+                if isinstance(offset, BaseException):
+                    log.warning("compute pull offset of %s failed: %r", mq, offset)
                 continue
             pq = ProcessQueue()
             if self.orderly:
