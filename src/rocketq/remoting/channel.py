@@ -12,7 +12,6 @@ import functools
 import inspect
 import itertools
 import logging
-import os
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Union
@@ -35,9 +34,9 @@ _JOIN_LIMIT = 64 * 1024
 # A read holding many pipelined requests answers them in chunks of this many frames, not all at the end:
 # a closed-loop client then works on the first answers while we handle the rest (one send per 64 answers
 # made the two ends take turns, each idle while the other worked through the whole window).
-# Requests coalesced in one loop turn leave at least every this many buffers (~16 frames): a peer that
-# handles pipelined requests in runs can start on the first ones while the rest are still being issued.
-_WQ_FLUSH_PARTS = int(os.environ.get("RQ_WQ_FLUSH_PARTS", "32"))  # env: A/B runs only
+# Requests coalesced in one loop turn leave at least every this many buffers (16 frames with a body): a peer
+# that handles pipelined requests in runs can start on the first ones while the rest are still being issued.
+_WQ_FLUSH_PARTS = 32
 _CORK_FLUSH_FRAMES = 16
 _BURST_FRAMES = 16  # pipelined requests handled per loop turn
 _BACKLOG_PAUSE = 4096  # frames waiting for their turn before the connection stops being read
@@ -486,7 +485,7 @@ class Channel(asyncio.Protocol):
         else:
             wq = self._wq
             wq.extend(parts)
-            if _WQ_FLUSH_PARTS and len(wq) >= _WQ_FLUSH_PARTS:
+            if len(wq) >= _WQ_FLUSH_PARTS:
                 _send(self._transport, wq)
                 self._wq = []  # the pending _flush_wq sends what follows
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import struct
 import time
@@ -746,5 +747,33 @@ def test_start_invoke_writes_at_once_and_reports_answers_timeouts_and_closes() -
             ch.close()
             with pytest.raises(RemotingConnectError):
                 await doomed
+
+    arun(body)
+
+
+def test_requests_coalesced_in_one_turn_leave_every_16_frames() -> None:
+    """Requests issued by many tasks in one loop turn are coalesced, but leave at least every 32 buffers
+    (16 frames with a body: the peer starts on the first ones while the rest are being issued), in order; a
+    lone request leaves at once."""
+
+    async def body() -> None:
+        ch = Channel(_server()._dispatcher, coalesce_writes=True)
+        transport = _RecordingTransport()
+        ch.connection_made(transport)  # type: ignore[arg-type]
+
+        async def one(i: int) -> None:
+            req = RemotingCommand.request(ECHO, {"n": str(i)})
+            req.body = b"x" * 100
+            with contextlib.suppress(RemotingTimeoutError):
+                await ch.invoke(req, 0.2)
+
+        tasks = [asyncio.ensure_future(one(i)) for i in range(40)]
+        await asyncio.sleep(0)  # every task issued its request in this turn
+        assert [len(s) for s in transport.sends] == [1, 16, 16]  # the first alone, then full chunks
+        await asyncio.sleep(0)
+        assert [len(s) for s in transport.sends] == [1, 16, 16, 7]  # the rest at the end of the turn
+        sent = [c.ext_fields["n"] for s in transport.sends for c in s]
+        assert sent == [str(i) for i in range(40)]
+        await asyncio.gather(*tasks)
 
     arun(body)
