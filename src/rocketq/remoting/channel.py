@@ -63,7 +63,7 @@ _INF = float("inf")
 
 # Channels whose coalesced answers wait in _wq for the end of the loop turn; flush_deferred() sends them
 # earlier (loop thread only).
-_coalescing: list[Channel] = []
+_coalescing: set[Channel] = set()
 _UNSET: Any = object()
 
 
@@ -71,7 +71,7 @@ def flush_deferred() -> None:
     """Send every channel's coalesced answers now instead of at the end of the loop turn: called after a
     batch of DeferredReply.resolve() calls (a SYNC_FLUSH round), so that they do not wait behind the read
     events the loop handles before that turn ends."""
-    chs = _coalescing[:]
+    chs = list(_coalescing)
     _coalescing.clear()
     for ch in chs:
         ch._flush_wq()
@@ -460,7 +460,7 @@ class Channel(asyncio.Protocol):
             if self._wq is None:
                 self._wq = list(parts)
                 self._loop.call_soon(self._flush_wq)
-                _coalescing.append(self)
+                _coalescing.add(self)
             else:
                 self._wq.extend(parts)
         else:
@@ -490,6 +490,7 @@ class Channel(asyncio.Protocol):
                 self._wq = []  # the pending _flush_wq sends what follows
 
     def _flush_wq(self) -> None:
+        _coalescing.discard(self)  # sent at the turn's end (an ASYNC_FLUSH broker never calls flush_deferred)
         q, self._wq = self._wq, None
         if q and not self.closed:
             _send(self._transport, q)

@@ -666,6 +666,12 @@ def test_pipelined_requests_in_one_read_are_answered_in_chunks_in_order() -> Non
     arun(body)
 
 
+def _later_future(req: RemotingCommand) -> asyncio.Future:
+    fut = asyncio.get_running_loop().create_future()
+    asyncio.get_running_loop().call_later(0.01, fut.set_result, req.response(ResponseCode.SUCCESS, "future"))
+    return fut
+
+
 def test_deferred_replies_are_answered_when_resolved_and_waited_for_on_close() -> None:
     """A handler may return a DeferredReply (a SYNC_FLUSH send): resolved later on the loop it answers at
     once (flush_deferred), resolved before the handler returned it answers inline, and a server closing
@@ -706,6 +712,17 @@ def test_deferred_replies_are_answered_when_resolved_and_waited_for_on_close() -
             await asyncio.sleep(0.05)
             await server.close(grace_s=2.0)  # must not raise on the pending DeferredReply
             assert (await pending).remark == "later"
+
+        # answers coalesced without a flush_deferred() call (as on an ASYNC_FLUSH broker) leave at the end of
+        # their loop turn and leave no channel behind in the registry
+        from rocketq.remoting import channel as channel_module
+
+        async with _server() as server2, RemotingClient() as client2:
+            server2.register_processor(DEFER, lambda ch, req: _later_future(req))
+            r = await client2.invoke(server2.address, RemotingCommand.request(DEFER, {}), 5)
+            assert r.remark == "future"
+            await asyncio.sleep(0)
+            assert not channel_module._coalescing
 
     arun(body)
 
