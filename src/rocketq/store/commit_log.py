@@ -319,8 +319,7 @@ class CommitLog:
 
     # --- read ---
     def get_data(self, phys_offset: int, size: int) -> memoryview | None:
-        if self._stage_len:
-            self.flush_stage()
+        self.flush_stage()
         mf = self.mfq.find_mapped_file_by_offset(phys_offset)
         if mf is None:
             return None
@@ -328,8 +327,7 @@ class CommitLog:
 
     def get_record(self, phys_offset: int) -> memoryview | None:
         """One whole record by its offset (size read from the record), or None."""
-        if self._stage_len:
-            self.flush_stage()
+        self.flush_stage()
         mf = self.mfq.find_mapped_file_by_offset(phys_offset)
         if mf is None:
             return None

@@ -609,8 +609,7 @@ class MessageStore:
         """Pull semantics of spec §8 / RocketMQ's GetMessageStatus. Returned buffers are views of the mapped
         files (call release() when done)."""
         self.get_count += 1
-        if self.commit_log._stage_len:  # a run of appends on this thread is still staged: write it first
-            self.commit_log.flush_stage()
+        self.commit_log.flush_stage()  # a run of appends on this thread may still be staged: written first
         cq = self.consume_queue_table.get((topic, queue_id))
         if cq is None:
             # RocketMQ creates an empty queue here; an empty queue answers NO_MESSAGE_IN_QUEUE
