@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import re
 import subprocess
@@ -134,9 +135,28 @@ def report(label: str, n: int, el: float, t0: dict, t1: dict, client_s: float) -
         print(f"    {name:24} {t:6.1f} µs/msg  (user {du:5.1f}, sys {ds:5.1f})")
 
 
+# the consumer side's garbage collections during a drain: (generation, seconds) per collection
+gc_stats: list[tuple[int, float]] = []
+_gc_t0 = [0.0]
+
+
+def _on_gc(phase: str, info: dict) -> None:
+    if phase == "start":
+        _gc_t0[0] = time.perf_counter()
+    else:
+        gc_stats.append((info["generation"], time.perf_counter() - _gc_t0[0]))
+
+
+def gc_summary() -> str:
+    by_gen = {g: [t for gg, t in gc_stats if gg == g] for g in (0, 1, 2)}
+    return ", ".join(f"gen{g} {len(v)}× {sum(v) * 1e3:.1f} ms" for g, v in by_gen.items())
+
+
 async def drain_phases(a: argparse.Namespace, cl: RocketqClient, pid: int, names: dict[int, str]) -> None:
     """Fill a topic with --drain messages (batch sends), then time a fresh PushConsumer reading them all."""
     buf = bytes(payload_template(a.size))
+    if _on_gc not in gc.callbacks:
+        gc.callbacks.append(_on_gc)
     for rep in range(a.reps):
         topic = f"drain{rep}"
         await cl.prepare(topic)
@@ -162,6 +182,7 @@ async def drain_phases(a: argparse.Namespace, cl: RocketqClient, pid: int, names
             spy = start_pyspy(os.getpid(), 2, a.pyspy, 1000)
             await asyncio.sleep(0.3)
         t0 = thread_times(pid, names)
+        gc_stats.clear()
         c0 = time.process_time()
         w0 = time.monotonic()
         sub = RocketqClient(cl.args)
@@ -172,6 +193,7 @@ async def drain_phases(a: argparse.Namespace, cl: RocketqClient, pid: int, names
         c1 = time.process_time()
         t1 = thread_times(pid, names)
         report(f"drain {rep} ({time.monotonic() - t_first:.2f} s after the first)", got, el, t0, t1, c1 - c0)
+        print(f"    client GC: {gc_summary()}", flush=True)
         await sub.unsubscribe()
         if spy is not None:
             spy.wait()

@@ -33,6 +33,7 @@ from rocketq.protocol.properties import (  # noqa: F401
     dlq_topic,
     retry_topic,
 )
+from rocketq.protocol.record import HEADER as _RECORD_HEADER
 
 DEFAULT_TOPIC = _props.AUTO_CREATE_TOPIC_KEY_TOPIC
 PROPERTY_CONSUME_START_TIME = _props.PROPERTY_CONSUME_START_TIMESTAMP
@@ -156,9 +157,10 @@ class Message:
 # formatting its offsetMsgId was ~half of a draining consumer's CPU; most listeners read only the body.
 _PROPS_DERIVED = frozenset(("properties", "tags", "keys", "delay_level", "msg_id"))
 
-# Fields of a received MessageExt that codec.decode_records keeps in the unpacked record header (``_h``, the
-# protocol.record.HEADER tuple) until one of them is read: a draining consumer sets topic, body and
-# queue_offset per message and nothing else. Name -> index into the tuple; the hosts are built from two.
+# Fields of a received MessageExt that codec.decode_records keeps in the record header's bytes (``_h``, the
+# 88 bytes protocol.record.HEADER unpacks) until one of them is read: a draining consumer sets topic, body
+# and queue_offset per message and nothing else. Name -> index into the unpacked tuple; the hosts are built
+# from two.
 _HEADER_FIELDS = {
     "store_size": 0,
     "body_crc": 2,
@@ -242,7 +244,7 @@ class MessageExt(Message):
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def _unpack_header(self) -> None:
-        h = self._h  # AttributeError (no such field) when this message was not decoded lazily
+        h = _RECORD_HEADER.unpack_from(self._h)  # AttributeError: not decoded lazily (no such field)
         for name, i in _HEADER_FIELDS.items():
             slot = _SLOTS[name]
             try:

@@ -145,6 +145,7 @@ def test_lazy_decode_equals_eager_decode() -> None:
     for lz, eg in zip(lazy, eager, strict=True):
         assert lz._praw is not None  # still unparsed
         assert type(lz.body) is bytes
+        assert type(lz._h) is bytes and len(lz._h) == 88  # its own header bytes: the pull body is not kept
         for name in _FIELDS:
             assert getattr(lz, name) == getattr(eg, name), name
     a = lazy[0]
