@@ -59,6 +59,7 @@ class Plan:
     tiers: list[str] = field(default_factory=lambda: ["A", "B"])
     drop_caches: bool = True
     profile_seconds: float = 5.0  # py-spy on the rocketq broker after the repetitions (0: no profile)
+    rotate_order: bool = True  # each repetition starts one system later (run())
 
 
 def smoke_plan() -> Plan:
@@ -559,7 +560,10 @@ def run(
     results["ceiling"] = runner.run_ceiling()
     runner.say(f"load generator ceiling (null broker): {json.dumps(results['ceiling'])}")
     for rep in range(plan.reps):
-        for system in plan.systems:
+        # the order rotates by one system per repetition: what a system inherits from the one before it (page
+        # cache, memory freed moments ago, which this VM hands out cheaper than fresh memory) changes hands
+        k = rep % len(plan.systems) if plan.systems and plan.rotate_order else 0
+        for system in plan.systems[k:] + plan.systems[:k]:
             if system in skip:
                 continue
             mod = importlib.import_module(f".{SYSTEM_MODULES[system]}", __package__)

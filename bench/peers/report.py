@@ -175,7 +175,9 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
     )
     L.append("")
     L.append(
-        f"Method: per repetition every system and tier in turn (interleaved, {plan['reps']} repetition(s), median "
+        "Method: per repetition every system and tier in turn (interleaved"
+        + (", the order of the systems rotating by one each repetition" if plan.get("rotate_order") else "")
+        + f"; {plan['reps']} repetition(s), median "
         f"[min–max] shown). Per cell: {plan['warmup_s']} s warm-up, then {plan['seconds']} s closed loop with W "
         "publishes in flight (max publish rate); a fresh consumer then drains that backlog (consume rate, page cache "
         f"warm); then {plan['lat_seconds']} s open loop at {plan['lat_fraction']:.0%} of that cell's max rate with at "
