@@ -28,6 +28,8 @@ import tempfile
 import time
 from typing import Any
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench.peers
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -97,7 +99,8 @@ async def wait_port(port: int) -> None:
 
 
 async def run_bench(a: argparse.Namespace) -> dict[str, float]:
-    from rocketq.admin.client import AdminClient, TopicConfig
+    from bench.peers.sys_rocketq import RocketqClient
+
     from rocketq.aio import Message, Producer
 
     with tempfile.TemporaryDirectory(prefix="rq-client-send-") as root:
@@ -111,29 +114,19 @@ async def run_bench(a: argparse.Namespace) -> dict[str, float]:
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             await wait_port(bp)
-            cfg = TopicConfig("ClientSendBench", 4, 4)
-            async with AdminClient(f"127.0.0.1:{ns}") as admin:
-                masters: dict[str, str] = {}
-                for _ in range(100):
-                    masters = await admin.master_addrs()
-                    if masters:
-                        break
-                    await asyncio.sleep(0.1)
-                for addr in masters.values():
-                    await admin.create_topic(addr, cfg)
-                await admin.wait_route(cfg, masters, 10.0)
+            topic = "ClientSendBench"
+            await RocketqClient({"namesrv": f"127.0.0.1:{ns}"}).prepare(topic)  # 4 queues, route known
             p = Producer(
                 "client_send_bench", namesrv=f"127.0.0.1:{ns}", compress_msg_body_over_howmuch=1 << 30
             )
             await p.start()
             body = os.urandom(a.size)
             for _ in range(200):  # real round trips first: routes, connection
-                await p.send(Message(cfg.topic_name, body))
+                await p.send(Message(topic, body))
             loop = asyncio.get_running_loop()
             for ch in p.instance.remoting._channels.values():
                 ch._transport = AnsweringTransport(ch, loop)
-            mq = (await p.fetch_publish_message_queues(cfg.topic_name))[0]
-            topic = cfg.topic_name
+            mq = (await p.fetch_publish_message_queues(topic))[0]
             calls = {
                 "send": lambda: p.send(Message(topic, body)),
                 "_send_default": lambda: p._send_default(Message(topic, body), topic, 3, 3.0),
