@@ -545,6 +545,15 @@ def machine_facts() -> dict[str, Any]:
     return facts
 
 
+def system_order(plan: Plan, rep: int) -> list[str]:
+    """The systems in the order repetition ``rep`` runs them: rotated by one per repetition (rotate_order),
+    so that what a system inherits from the one run before it (page cache, memory freed moments ago, which
+    this VM hands out ~10x cheaper than fresh memory) changes hands."""
+    systems = list(plan.systems)
+    k = rep % len(systems) if systems and plan.rotate_order else 0
+    return systems[k:] + systems[:k]
+
+
 def run(
     plan: Plan, scratch: str, log: Any = sys.stderr, skip: dict[str, str] | None = None
 ) -> dict[str, Any]:
@@ -560,10 +569,7 @@ def run(
     results["ceiling"] = runner.run_ceiling()
     runner.say(f"load generator ceiling (null broker): {json.dumps(results['ceiling'])}")
     for rep in range(plan.reps):
-        # the order rotates by one system per repetition: what a system inherits from the one before it (page
-        # cache, memory freed moments ago, which this VM hands out cheaper than fresh memory) changes hands
-        k = rep % len(plan.systems) if plan.systems and plan.rotate_order else 0
-        for system in plan.systems[k:] + plan.systems[:k]:
+        for system in system_order(plan, rep):
             if system in skip:
                 continue
             mod = importlib.import_module(f".{SYSTEM_MODULES[system]}", __package__)

@@ -24,6 +24,18 @@ def _positive(x: object) -> bool:
     return isinstance(x, int | float) and x > 0
 
 
+def test_system_order_rotates_per_repetition() -> None:
+    from bench.peers.harness import Plan, system_order
+
+    plan = Plan(systems=["rocketq", "redis", "rabbitmq", "nats"])
+    orders = [system_order(plan, rep) for rep in range(5)]
+    assert [o[0] for o in orders] == ["rocketq", "redis", "rabbitmq", "nats", "rocketq"]
+    assert all(sorted(o) == sorted(plan.systems) for o in orders)  # every system, once, every repetition
+    plan.rotate_order = False
+    assert all(system_order(plan, rep) == plan.systems for rep in range(3))
+    assert system_order(Plan(systems=[]), 2) == []
+
+
 def test_write_section_replaces_only_peers(tmp_path: Path) -> None:
     doc = tmp_path / "benchmarks.md"
     doc.write_text(
