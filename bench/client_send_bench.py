@@ -30,6 +30,8 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench.peers
 
+from bench.send_path_bench import FakeTransport  # the no-op rest of a transport
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -37,7 +39,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class AnsweringTransport:
+class AnsweringTransport(FakeTransport):
     """Stands in for the producer's socket: each request frame written gets a SUCCESS answer on the next
     loop turn. ``spent`` is the thread CPU this class used (subtracted from the client's)."""
 
@@ -46,6 +48,7 @@ class AnsweringTransport:
     def __init__(self, channel: Any, loop: asyncio.AbstractEventLoop) -> None:
         from rocketq.protocol.frame import FrameDecoder
 
+        super().__init__()
         self.channel = channel
         self.loop = loop
         self.decoder = FrameDecoder()
@@ -68,24 +71,6 @@ class AnsweringTransport:
 
     def writelines(self, parts: Any) -> None:
         self._answer(b"".join(bytes(p) for p in parts))
-
-    def is_closing(self) -> bool:
-        return False
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return default
-
-    def close(self) -> None:
-        pass
-
-    def abort(self) -> None:
-        pass
-
-    def pause_reading(self) -> None:
-        pass
-
-    def resume_reading(self) -> None:
-        pass
 
 
 async def wait_port(port: int) -> None:
