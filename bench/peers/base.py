@@ -159,8 +159,11 @@ class Client:
         """role: "producer" or "consumer" (one process per role)."""
         raise NotImplementedError
 
-    async def prepare(self, topic: str) -> None:
-        """Create the topic / stream / queue (idempotent)."""
+    async def prepare(self, topic: str, queues: int | None = None, groups: list[str] | None = None) -> None:
+        """Create the topic / stream / queue (idempotent). ``queues``: how many queues the topic is split
+        into, where the system has that notion (None: the adapter's default); ``groups``: the consumer
+        groups that will each read every message (fan-out), for systems that must set that up before
+        the first publish."""
 
     async def publish(self, topic: str, body: bytes) -> None:
         raise NotImplementedError
@@ -168,9 +171,24 @@ class Client:
     async def publish_batch(self, topic: str, bodies: list[bytes]) -> None:
         raise NotImplementedError
 
-    async def subscribe(self, topic: str, group: str, on_bodies: OnBodies) -> None:
-        """Consume ``topic`` from its beginning; call ``on_bodies`` with each batch of bodies."""
+    async def subscribe(
+        self,
+        topic: str,
+        group: str,
+        on_bodies: OnBodies,
+        member: int = 0,
+        members: int = 1,
+        queues: int | None = None,
+        fanout: bool = False,
+    ) -> None:
+        """Consume ``topic`` from its beginning; call ``on_bodies`` with each batch of bodies. Clients
+        subscribing with the same ``group`` share its messages (``members`` of them, this one number
+        ``member``); different groups each get every message (``fanout``: the topic was prepared with
+        those groups)."""
         raise NotImplementedError
+
+    async def settle(self) -> None:
+        """Return once this consumer holds its final share of the topic (after every member subscribed)."""
 
     async def unsubscribe(self) -> None:
         pass

@@ -60,6 +60,16 @@ class Plan:
     drop_caches: bool = True
     profile_seconds: float = 5.0  # py-spy on the rocketq broker after the repetitions (0: no profile)
     rotate_order: bool = True  # each repetition starts one system later (run())
+    # cells beyond sizes x windows: a wider window, and large messages for the MB/s ceiling
+    extra_cells: list[tuple[int, int]] = field(default_factory=lambda: [(1024, 256), (65536, 64)])
+    # shapes (name, producers, consumer groups, consumers per group, in flight per producer), 1 KiB,
+    # one topic with shape_queues queues, consumers live while the producers run closed loop
+    shapes: list[tuple[str, int, int, int, int]] = field(
+        default_factory=lambda: [("4p4c", 4, 1, 4, 16), ("fanout2", 1, 2, 1, 64)]
+    )
+    shape_size: int = 1024
+    shape_queues: int = 8
+    shape_seconds: float = 2.0
 
 
 def smoke_plan() -> Plan:
@@ -73,6 +83,8 @@ def smoke_plan() -> Plan:
         backlog_seconds=0.25,
         recovery_seconds=0.2,
         reps=1,
+        extra_cells=[(65536, 64)],
+        shape_seconds=0.25,
         dd_mib=16,
         limit_seconds=0.2,
         drop_caches=False,
@@ -85,9 +97,11 @@ class WorkerError(RuntimeError):
 
 
 class Worker:
-    """A loadgen.py process (one role), pinned; JSON line requests and replies."""
+    """A loadgen.py process (one role; ``clients`` connections of it), pinned; JSON lines both ways."""
 
-    def __init__(self, system: str, role: str, args: dict[str, Any] | None, env: dict[str, str]) -> None:
+    def __init__(
+        self, system: str, role: str, args: dict[str, Any] | None, env: dict[str, str], clients: int = 1
+    ) -> None:
         self.system, self.role = system, role
         self.proc = subprocess.Popen(
             [*taskset(CLIENT_CPU), sys.executable, os.path.join(HERE, "loadgen.py")],
@@ -102,7 +116,7 @@ class Worker:
         threading.Thread(target=self._pump, args=(self.proc.stdout, self.lines), daemon=True).start()
         threading.Thread(target=self._drain_err, daemon=True).start()
         if args is not None:
-            self.call({"op": "init", "system": system, "role": role, "args": args}, 90)
+            self.call({"op": "init", "system": system, "role": role, "args": args, "clients": clients}, 90)
 
     def _pump(self, f: Any, q: queue.Queue[bytes]) -> None:
         for line in f:
@@ -197,6 +211,7 @@ class Runner:
             cells: list[tuple[int, int, int]] = [
                 (s, w, 0) for s in self.plan.sizes for w in self.plan.windows
             ]
+            cells += [(s, w, 0) for s, w in self.plan.extra_cells if (s, w, 0) not in cells]
             if mod.CLIENT.supports_batch and self.plan.batch:
                 mid = 1024 if 1024 in self.plan.sizes else self.plan.sizes[0]
                 cells += [(mid, w, self.plan.batch) for w in self.plan.windows]
@@ -215,6 +230,13 @@ class Runner:
                     f"e2e p50 {cell.get('lat_e2e', {}).get('p50', '-')} us"
                 )
             out["backlog"] = self.run_backlog(server, prod, cons)
+            out["shapes"] = {}
+            for shape in self.plan.shapes:
+                out["shapes"][shape[0]] = sh = self.run_shape(system, server, shape)
+                self.say(
+                    f"{system}/{tier} rep{rep} shape {shape[0]}: pub {sh['pub_rate']:.0f}/s delivered "
+                    f"{sh['delivered_rate'] or 0:.0f}/s e2e p50 {sh['e2e'].get('p50', '-')} us"
+                )
             out["rss_bytes"] = server.rss_bytes()
             if tier == "A":
                 out["recovery"] = self.run_recovery(system, server, prod, cons, workers)
@@ -279,29 +301,29 @@ class Runner:
         try:
             server.start()
             prod = Worker("null", "producer", server.client_args(), self.env)
-            for size in self.plan.sizes:
-                for w in self.plan.windows:
-                    cmd = {
-                        "op": "produce",
-                        "topic": "null",
-                        "size": size,
-                        "window": w,
-                        "seconds": self.plan.seconds,
-                        "warmup_s": self.plan.warmup_s,
-                    }
-                    r = prod.call(cmd, self.plan.seconds + 60)
-                    rate = r["n"] / r["elapsed_s"] if r["elapsed_s"] > 0 else 0.0
-                    out[f"{size}/{w}"] = rate
-                    # the generator's own latency floor at the same fraction as the systems' latency runs
-                    cmd = {
-                        "op": "produce",
-                        "topic": "null",
-                        "size": size,
-                        "window": w,
-                        "seconds": self.plan.lat_seconds,
-                        "rate": max(1.0, rate * self.plan.lat_fraction),
-                    }
-                    lat[f"{size}/{w}"] = prod.call(cmd, self.plan.lat_seconds + 60)["ack"]
+            grid = [(s, w) for s in self.plan.sizes for w in self.plan.windows]
+            for size, w in grid + [c for c in self.plan.extra_cells if c not in grid]:
+                cmd = {
+                    "op": "produce",
+                    "topic": "null",
+                    "size": size,
+                    "window": w,
+                    "seconds": self.plan.seconds,
+                    "warmup_s": self.plan.warmup_s,
+                }
+                r = prod.call(cmd, self.plan.seconds + 60)
+                rate = r["n"] / r["elapsed_s"] if r["elapsed_s"] > 0 else 0.0
+                out[f"{size}/{w}"] = rate
+                # the generator's own latency floor at the same fraction as the systems' latency runs
+                cmd = {
+                    "op": "produce",
+                    "topic": "null",
+                    "size": size,
+                    "window": w,
+                    "seconds": self.plan.lat_seconds,
+                    "rate": max(1.0, rate * self.plan.lat_fraction),
+                }
+                lat[f"{size}/{w}"] = prod.call(cmd, self.plan.lat_seconds + 60)["ack"]
         except Exception as exc:
             out["error"] = f"{type(exc).__name__}: {exc}"[:500]
         finally:
@@ -443,6 +465,62 @@ class Runner:
             "catchup_s": (d["first_s"] or 0) + d["span_s"] if d["n"] else None,
             "caches_dropped": dropped,
         }
+
+    def run_shape(self, system: str, server: Any, shape: tuple[str, int, int, int, int]) -> dict[str, Any]:
+        """Several producers (or consumer groups) on one topic: consumers subscribed first, then the
+        producers publish closed loop (each with its own window); every group must receive every message.
+        Fresh worker processes: one holding all producers, one holding all consumers (one connection each)."""
+        p = self.plan
+        _name, producers, groups, per_group, window = shape
+        topic = self.name("shape")
+        gnames = [self.name("g") for _ in range(groups)]
+        members = [g for g in gnames for _ in range(per_group)]
+        fanout = groups > 1
+        args = server.client_args()
+        prod = cons = None
+        try:
+            prod = Worker(system, "producer", args, self.env, clients=producers)
+            cons = Worker(system, "consumer", args, self.env, clients=len(members))
+            prep = {"op": "prepare", "topics": [topic], "queues": p.shape_queues}
+            prod.call({**prep, "groups": gnames if fanout else None}, 90)
+            sub = {"op": "subscribe", "topic": topic, "groups": members, "queues": p.shape_queues}
+            cons.call({**sub, "fanout": fanout}, 120)
+            cpu0 = server.cpu_seconds()
+            r = prod.call(
+                {
+                    "op": "produce",
+                    "topic": topic,
+                    "size": p.shape_size,
+                    "window": window,
+                    "seconds": p.shape_seconds,
+                    "warmup_s": p.warmup_s,
+                },
+                p.shape_seconds + p.warmup_s + 120,
+            )
+            n = r["n"]
+            d = cons.call({"op": "drain", "topic": topic, "expect": n * groups, "timeout_s": 60}, 120)
+            cpu1 = server.cpu_seconds()
+            # deliveries per second from the producers' first measured publish to the last delivery
+            span = (d["t_last"] - r["t_start"]) / 1e9 if d["n"] else 0.0
+            return {
+                "producers": producers,
+                "groups": groups,
+                "consumers": len(members),
+                "window": window,
+                "pub_n": n,
+                "pub_errors": r["errors"],
+                "pub_rate": n / r["elapsed_s"] if r["elapsed_s"] > 0 else 0.0,
+                "ack": r["ack"],
+                "delivered": d["n"],
+                "delivered_rate": d["n"] / span if span > 0 else None,
+                "e2e": d["e2e"],
+                "stored_when_short": d.get("stored"),
+                "cpu_us": (cpu1 - cpu0) / n * 1e6 if n else None,
+            }
+        finally:
+            for w in (prod, cons):
+                if w is not None:
+                    w.close()
 
     def run_recovery(
         self, system: str, server: Any, prod: Worker, cons: Worker, workers: list[Worker]

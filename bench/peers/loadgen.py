@@ -43,6 +43,7 @@ MIN_DRAIN = 1000
 class Worker:
     def __init__(self) -> None:
         self.client: Any = None
+        self.clients: list[Any] = []  # a shape's producers or consumers: independent connections, one process
         self.count = 0
         self.t_first = 0
         self.t_last = 0
@@ -57,7 +58,24 @@ class Worker:
         batch = int(c.get("batch") or 0)
         rate = c.get("rate")
         buf = payload_template(size)
-        cl = self.client
+        # every client (producer) gets `window` publishes in flight of its own
+        sends = [self._sender(cl, topic, buf, batch) for cl in self.clients]
+        per = batch or 1
+        if c.get("warmup_s"):
+            await self._closed(sends, window, float(c["warmup_s"]), warm=True)
+        hist = new_hist()
+        cpu0 = time.process_time()
+        if rate:
+            r = await self._open(sends[0], window, float(c["seconds"]), float(rate) / per, hist)
+        else:
+            r = await self._closed(sends, window, float(c["seconds"]), hist=hist)
+        r["client_cpu_us"] = (time.process_time() - cpu0) / (r["n"] * per) * 1e6 if r["n"] else None
+        r["n"] *= per
+        r["ack"] = percentiles(hist)
+        return r
+
+    @staticmethod
+    def _sender(cl: Any, topic: str, buf: bytearray, batch: int) -> Any:
         if batch:
 
             async def send(ts: int) -> None:
@@ -68,29 +86,17 @@ class Worker:
             async def send(ts: int) -> None:
                 await cl.publish(topic, stamp(buf, ts))
 
-        per = batch or 1
-        if c.get("warmup_s"):
-            await self._closed(send, window, float(c["warmup_s"]), warm=True)
-        hist = new_hist()
-        cpu0 = time.process_time()
-        if rate:
-            r = await self._open(send, window, float(c["seconds"]), float(rate) / per, hist)
-        else:
-            r = await self._closed(send, window, float(c["seconds"]), hist=hist)
-        r["client_cpu_us"] = (time.process_time() - cpu0) / (r["n"] * per) * 1e6 if r["n"] else None
-        r["n"] *= per
-        r["ack"] = percentiles(hist)
-        return r
+        return send
 
     async def _closed(
-        self, send: Any, window: int, seconds: float, warm: bool = False, hist: Any = None
+        self, sends: list[Any], window: int, seconds: float, warm: bool = False, hist: Any = None
     ) -> dict[str, Any]:
         end = now_ns() + int(seconds * 1e9)
         n = errors = 0
         first_error = ""
         last_ack = t0 = now_ns()
 
-        async def one() -> None:
+        async def one(send: Any) -> None:
             nonlocal n, errors, first_error, last_ack
             while True:
                 ts = now_ns()
@@ -108,8 +114,14 @@ class Worker:
                 if hist is not None:
                     hist.record_value(max(1, (last_ack - ts) // 1000))
 
-        await asyncio.gather(*(one() for _ in range(window)))
-        return {"n": n, "errors": errors, "first_error": first_error, "elapsed_s": (last_ack - t0) / 1e9}
+        await asyncio.gather(*(one(send) for send in sends for _ in range(window)))
+        return {
+            "n": n,
+            "errors": errors,
+            "first_error": first_error,
+            "elapsed_s": (last_ack - t0) / 1e9,
+            "t_start": t0,
+        }
 
     async def _open(self, send: Any, window: int, seconds: float, rate: float, hist: Any) -> dict[str, Any]:
         sem = asyncio.Semaphore(window)
@@ -178,7 +190,13 @@ class Worker:
         t0 = time.monotonic()
         self.cpu0 = time.process_time()
         self.t_ready = now_ns()  # messages may arrive before subscribe() returns (rebalance wait)
-        await self.client.subscribe(c["topic"], c["group"], self.on_bodies)
+        # one group per client (fan-out: different groups; 4 consumers: the same group four times)
+        groups = c.get("groups") or [c["group"]] * len(self.clients)
+        shape = {"queues": c.get("queues"), "fanout": bool(c.get("fanout"))}
+        for i, (cl, g) in enumerate(zip(self.clients, groups, strict=True)):
+            await cl.subscribe(c["topic"], g, self.on_bodies, member=i, members=groups.count(g), **shape)
+        for cl in self.clients:  # e.g. until a rebalance has split the queues among the members
+            await cl.settle()
         return {"ready_s": time.monotonic() - t0}
 
     async def drain(self, c: dict[str, Any]) -> dict[str, Any]:
@@ -190,10 +208,11 @@ class Worker:
             await asyncio.wait_for(self.done.wait(), float(c.get("timeout_s", 60)))
         except TimeoutError:
             pass
-        try:  # a client whose unsubscribe hangs must not hang the harness
-            await asyncio.wait_for(self.client.unsubscribe(), 15)
-        except Exception as exc:
-            print(f"unsubscribe: {exc!r}", file=sys.stderr, flush=True)
+        for cl in self.clients:
+            try:  # a client whose unsubscribe hangs must not hang the harness
+                await asyncio.wait_for(cl.unsubscribe(), 15)
+            except Exception as exc:
+                print(f"unsubscribe: {exc!r}", file=sys.stderr, flush=True)
         stored = None
         if self.count < self.expect:  # short: does the broker hold them (consumer problem) or not (lost)?
             try:
@@ -219,12 +238,16 @@ class Worker:
     async def handle(self, c: dict[str, Any]) -> dict[str, Any]:
         op = c["op"]
         if op == "init":
-            self.client = client_class(c["system"])(c["args"])
-            await asyncio.wait_for(self.client.connect(c["role"]), 60)
+            cls = client_class(c["system"])
+            self.clients = [cls({**c["args"], "member": i}) for i in range(int(c.get("clients", 1)))]
+            self.client = self.clients[0]
+            for cl in self.clients:
+                await asyncio.wait_for(cl.connect(c["role"]), 60)
             return {"ok": True}
         if op == "prepare":
+            shape = {"queues": c.get("queues"), "groups": c.get("groups")}
             for t in c["topics"]:
-                await asyncio.wait_for(self.client.prepare(t), 60)
+                await asyncio.wait_for(self.client.prepare(t, **shape), 60)
             return {"ok": True}
         if op == "produce":
             return await self.produce(c)
@@ -239,6 +262,7 @@ class Worker:
                 try:
                     if self.client is None:
                         self.client = client_class(c["system"])(c["args"])
+                        self.clients = [self.client]
                         await asyncio.wait_for(self.client.connect("producer"), 10)
                     await asyncio.wait_for(self.client.publish(c["topic"], stamp(buf, WARMUP_TS)), 10)
                     return {"ok": True, "t": now_ns()}
@@ -251,10 +275,11 @@ class Worker:
                         except BaseException:
                             pass
                     self.client = None
+                    self.clients = []
                     await asyncio.sleep(0.05)
         if op == "exit":
-            if self.client is not None:
-                await asyncio.wait_for(self.client.close(), 10)
+            for cl in self.clients:
+                await asyncio.wait_for(cl.close(), 10)
             return {"ok": True, "exit": True}
         raise ValueError(f"unknown op {op}")
 

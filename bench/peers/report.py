@@ -92,6 +92,93 @@ class Agg:
         return [(s, tier) for s in SYSTEMS if (s, tier) in self.runs]
 
 
+def grid(plan: dict[str, Any]) -> list[tuple[int, int]]:
+    """The (size, window) cells of single sends: sizes x windows, then the plan's extra cells."""
+    cells = [(s, w) for s in plan["sizes"] for w in plan["windows"]]
+    return cells + [tuple(c) for c in plan.get("extra_cells", []) if tuple(c) not in cells]
+
+
+def _shape_names(ag: Agg, tier: str) -> list[str]:
+    names: list[str] = []
+    for k in ag.keys(tier):
+        for run in ag.runs[k]:
+            names += [n for n in run.get("shapes", {}) if n not in names]
+    return names
+
+
+def _shape_values(ag: Agg, key: tuple[str, str], shape: str, field: str, sub: str | None = None) -> list:
+    out = []
+    for run in ag.runs.get(key, []):
+        v = run.get("shapes", {}).get(shape, {}).get(field)
+        if sub is not None:
+            v = (v or {}).get(sub)
+        if v is not None:
+            out.append(v)
+    return out
+
+
+def _shape_median(ag: Agg, key: tuple[str, str], shape: str, field: str) -> float | None:
+    return med(_shape_values(ag, key, shape, field))
+
+
+def shapes_section(ag: Agg, plan: dict[str, Any]) -> list[str]:
+    L: list[str] = []
+    for tier in plan["tiers"]:
+        keys = ag.keys(tier)
+        names = _shape_names(ag, tier)
+        if not names:
+            continue
+        L.append(
+            f"### Shapes, tier {tier}: several producers or consumer groups on one topic "
+            f"({plan.get('shape_size', 1024)} B, {plan.get('shape_queues', 8)} queues)"
+        )
+        L.append("")
+        if tier == plan["tiers"][0]:
+            L.append(
+                "Consumers subscribe first (and, for rocketq, wait until the rebalance has split the queues), "
+                f"then the producers publish closed loop for {plan.get('shape_seconds')} s, each with its own "
+                "window; every group must receive every message. **4p4c**: 4 producers × 16 in flight, one group "
+                "of 4 consumers; **fanout2**: 1 producer × 64 in flight, 2 groups of one consumer, each group "
+                "receives every message. One process holds the producers and one the consumers (one connection "
+                "each), both on the load generator's CPU. Delivered msg/s: deliveries summed over the groups, "
+                "from the first measured publish to the last delivery (consumers that keep up deliver at the "
+                "publish rate × groups); e2e latency is at the maximum rate, so it includes queueing. How each "
+                "system forms a group: rocketq consumer groups (queues allocated among the members); Redis a "
+                "consumer group (XREADGROUP, one XACK per batch) for the 4 members, XREAD per fan-out reader; "
+                "NATS one durable pull consumer shared by the members (explicit ack of every message — "
+                "AckPolicy.ALL would also ack what another member still holds), one durable per fan-out group; "
+                "RabbitMQ one queue the members consume, a fanout exchange with one durable queue per group."
+            )
+            L.append("")
+        L.append(
+            "| shape | system | pub msg/s | delivered msg/s | e2e p50 | e2e p99 | server CPU µs / published msg |"
+        )
+        L.append("|---|---|---|---|---|---|---|")
+        for shape in names:
+            for k in keys:
+                if not _shape_values(ag, k, shape, "pub_rate"):
+                    continue
+                L.append(
+                    f"| {shape} | {LABEL[k[0]]} | {mmm(_shape_values(ag, k, shape, 'pub_rate'))} | "
+                    f"{mmm(_shape_values(ag, k, shape, 'delivered_rate'))} | "
+                    f"{us(med(_shape_values(ag, k, shape, 'e2e', 'p50')))} | "
+                    f"{us(med(_shape_values(ag, k, shape, 'e2e', 'p99')))} | "
+                    f"{num(_shape_median(ag, k, shape, 'cpu_us'), 1)} |"
+                )
+            rq = ("rocketq", tier)
+            peers = [k for k in keys if k[0] != "rocketq"]
+            if rq in ag.runs and peers:
+                best_pub = max((_shape_median(ag, k, shape, "pub_rate") or 0 for k in peers), default=0)
+                best_del = max((_shape_median(ag, k, shape, "delivered_rate") or 0 for k in peers), default=0)
+                L.append(
+                    f"| {shape} | rocketq ÷ best peer | "
+                    f"{_ratio(_shape_median(ag, rq, shape, 'pub_rate'), best_pub or None)} | "
+                    f"{_ratio(_shape_median(ag, rq, shape, 'delivered_rate'), best_del or None)} | | | |"
+                )
+        L.append("")
+    return L
+
+
 def _ratio(a: float | None, b: float | None) -> str:
     if a is None or b is None or b == 0:
         return "-"
@@ -244,11 +331,17 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
     for tier in plan["tiers"]:
         if ("rocketq", tier) not in ag.runs:
             continue
-        for size in plan["sizes"]:
-            for w in plan["windows"]:
-                rq = ag.median(("rocketq", tier), (size, w, 0), "pub_rate")
-                cols = [_ratio(rq, ag.median((s, tier), (size, w, 0), "pub_rate")) for s in SYSTEMS[1:]]
-                L.append(f"| {tier} | {size} | {w} | " + " | ".join(cols) + " |")
+        for size, w in grid(plan):
+            rq = ag.median(("rocketq", tier), (size, w, 0), "pub_rate")
+            cols = [_ratio(rq, ag.median((s, tier), (size, w, 0), "pub_rate")) for s in SYSTEMS[1:]]
+            L.append(f"| {tier} | {size} | {w} | " + " | ".join(cols) + " |")
+        for shape in _shape_names(ag, tier):
+            rq = _shape_median(ag, ("rocketq", tier), shape, "delivered_rate")
+            cols = [_ratio(rq, _shape_median(ag, (s, tier), shape, "delivered_rate")) for s in SYSTEMS[1:]]
+            runs = ag.runs.get(("rocketq", tier), [])
+            sh = next((r["shapes"][shape] for r in runs if shape in r.get("shapes", {})), {})
+            flight = f"{sh.get('producers', '?')} × {sh.get('window', '?')}"
+            L.append(f"| {tier} | {shape}: delivered msg/s | {flight} | " + " | ".join(cols) + " |")
     L.append("")
 
     # -- throughput tables -------------------------------------------------------------------------------
@@ -278,17 +371,16 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
                 + (" | rocketq ÷ best peer |" if extra else " |")
             )
             L.append("|---|---|" + "---|" * (len(keys) + (1 if extra else 0)))
-            for size in plan["sizes"]:
-                for w in plan["windows"]:
-                    ck = (size, w, 0)
-                    if digits:
-                        cols = [num(ag.median(k, ck, field), digits) for k in keys]
-                    else:
-                        cols = [mmm(ag.values(k, ck, field)) for k in keys]
-                    if extra:
-                        best = max((ag.median(k, ck, field) or 0 for k in peers), default=0) or None
-                        cols.append(_ratio(ag.median(("rocketq", tier), ck, field), best))
-                    L.append(f"| {size} | {w} | " + " | ".join(cols) + " |")
+            for size, w in grid(plan):
+                ck = (size, w, 0)
+                if digits:
+                    cols = [num(ag.median(k, ck, field), digits) for k in keys]
+                else:
+                    cols = [mmm(ag.values(k, ck, field)) for k in keys]
+                if extra:
+                    best = max((ag.median(k, ck, field) or 0 for k in peers), default=0) or None
+                    cols.append(_ratio(ag.median(("rocketq", tier), ck, field), best))
+                L.append(f"| {size} | {w} | " + " | ".join(cols) + " |")
             L.append("")
         if ("rocketq", tier) in ag.runs:
             bcells = sorted({ck for ck in ag.cells[("rocketq", tier)] if ck[2]})
@@ -308,6 +400,8 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
                     )
         L.append("")
 
+    L.extend(shapes_section(ag, plan))
+
     # -- latency -------------------------------------------------------------------------------------------
     for tier in plan["tiers"]:
         keys = ag.keys(tier)
@@ -326,17 +420,16 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
             "| size | W | system | offered msg/s | ack p50 | ack p99 | ack p99.9 | e2e p50 | e2e p99 | e2e p99.9 |"
         )
         L.append("|---|---|---|---|---|---|---|---|---|---|")
-        for size in plan["sizes"]:
-            for w in plan["windows"]:
-                for k in keys:
-                    ck = (size, w, 0)
-                    row = [us(ag.median(k, ck, "lat_ack", p)) for p in ("p50", "p99", "p999")]
-                    row += [us(ag.median(k, ck, "lat_e2e", p)) for p in ("p50", "p99", "p999")]
-                    L.append(
-                        f"| {size} | {w} | {LABEL[k[0]]} | {num(ag.median(k, ck, 'lat_rate'))} | "
-                        + " | ".join(row)
-                        + " |"
-                    )
+        for size, w in grid(plan):
+            for k in keys:
+                ck = (size, w, 0)
+                row = [us(ag.median(k, ck, "lat_ack", p)) for p in ("p50", "p99", "p999")]
+                row += [us(ag.median(k, ck, "lat_e2e", p)) for p in ("p50", "p99", "p999")]
+                L.append(
+                    f"| {size} | {w} | {LABEL[k[0]]} | {num(ag.median(k, ck, 'lat_rate'))} | "
+                    + " | ".join(row)
+                    + " |"
+                )
         L.append("")
 
     # -- latency against load (one cell) ---------------------------------------------------------------

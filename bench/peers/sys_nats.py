@@ -57,7 +57,7 @@ class NatsClient(Client):
         self._psub: Any = None
         self.fetch_errors = 0
 
-    async def prepare(self, topic: str) -> None:
+    async def prepare(self, topic: str, queues: int | None = None, groups: list[str] | None = None) -> None:
         from nats.js.api import StorageType
 
         await self.js.add_stream(name=topic, subjects=[topic], storage=StorageType.FILE)
@@ -68,12 +68,26 @@ class NatsClient(Client):
     async def publish(self, topic: str, body: bytes) -> None:
         await self.js.publish(topic, body, stream=topic)
 
-    async def subscribe(self, topic: str, group: str, on_bodies: OnBodies) -> None:
+    async def subscribe(
+        self,
+        topic: str,
+        group: str,
+        on_bodies: OnBodies,
+        member: int = 0,
+        members: int = 1,
+        queues: int | None = None,
+        fanout: bool = False,
+    ) -> None:
         from nats.errors import TimeoutError as NatsTimeout
         from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
+        # Members of one group fetch from one durable consumer (JetStream hands each message to one of
+        # them). They ack every message: AckPolicy.ALL would also ack what another member still holds.
+        shared = members > 1
         cfg = ConsumerConfig(
-            ack_policy=AckPolicy.ALL, deliver_policy=DeliverPolicy.ALL, max_ack_pending=100_000
+            ack_policy=AckPolicy.EXPLICIT if shared else AckPolicy.ALL,
+            deliver_policy=DeliverPolicy.ALL,
+            max_ack_pending=100_000,
         )
         psub = await self.js.pull_subscribe(topic, durable=group, stream=topic, config=cfg)
 
@@ -90,7 +104,11 @@ class NatsClient(Client):
                     continue
                 if msgs:
                     on_bodies([m.data for m in msgs])
-                    await msgs[-1].ack()
+                    if shared:
+                        for m in msgs:
+                            await m.ack()
+                    else:
+                        await msgs[-1].ack()
 
         self._psub = psub
         self._task = asyncio.get_running_loop().create_task(loop())

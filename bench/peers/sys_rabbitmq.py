@@ -98,21 +98,43 @@ class RabbitClient(Client):
         self.conn = await aio_pika.connect(self.args["url"])
         self.channel = await self.conn.channel(publisher_confirms=True)
         self.exchange = self.channel.default_exchange
+        self._fanout: dict[str, Any] = {}  # topic -> its fanout exchange
         self._consumer: Any = None
 
-    async def prepare(self, topic: str) -> None:
-        await self.channel.declare_queue(topic, durable=True)
+    async def prepare(self, topic: str, queues: int | None = None, groups: list[str] | None = None) -> None:
+        if not groups:
+            await self.channel.declare_queue(topic, durable=True)
+            return
+        # fan-out: a durable fanout exchange with one durable queue per group, bound before publishing
+        ex = await self.channel.declare_exchange(topic, self._aio_pika.ExchangeType.FANOUT, durable=True)
+        for g in groups:
+            q = await self.channel.declare_queue(f"{topic}.{g}", durable=True)
+            await q.bind(ex)
+        self._fanout[topic] = ex
 
     async def publish(self, topic: str, body: bytes) -> None:
         ap = self._aio_pika
-        await self.exchange.publish(
-            ap.Message(body, delivery_mode=ap.DeliveryMode.PERSISTENT), routing_key=topic, mandatory=False
+        ex = self._fanout.get(topic)
+        await (ex or self.exchange).publish(
+            ap.Message(body, delivery_mode=ap.DeliveryMode.PERSISTENT),
+            routing_key="" if ex else topic,
+            mandatory=False,
         )
 
-    async def subscribe(self, topic: str, group: str, on_bodies: OnBodies) -> None:
+    async def subscribe(
+        self,
+        topic: str,
+        group: str,
+        on_bodies: OnBodies,
+        member: int = 0,
+        members: int = 1,
+        queues: int | None = None,
+        fanout: bool = False,
+    ) -> None:
+        # competing members consume one queue; a fan-out group its own queue behind the exchange
         ch = await self.conn.channel()
         await ch.set_qos(prefetch_count=256)
-        q = await ch.declare_queue(topic, durable=True)
+        q = await ch.declare_queue(f"{topic}.{group}" if fanout else topic, durable=True)
         count = 0
 
         async def on_message(message: Any) -> None:

@@ -62,8 +62,20 @@ class RedisClient(Client):
     async def publish(self, topic: str, body: bytes) -> None:
         await self.r.xadd(topic, {"d": body})
 
-    async def subscribe(self, topic: str, group: str, on_bodies: OnBodies) -> None:
+    async def subscribe(
+        self,
+        topic: str,
+        group: str,
+        on_bodies: OnBodies,
+        member: int = 0,
+        members: int = 1,
+        queues: int | None = None,
+        fanout: bool = False,
+    ) -> None:
         self._stop = False
+        if members > 1:
+            await self._subscribe_group(topic, group, on_bodies, member)
+            return
 
         async def loop() -> None:
             last: bytes | str = "0"
@@ -73,6 +85,28 @@ class RedisClient(Client):
                     if entries:
                         last = entries[-1][0]
                         on_bodies([fields[b"d"] for _id, fields in entries])
+
+        self._task = asyncio.get_running_loop().create_task(loop())
+
+    async def _subscribe_group(self, topic: str, group: str, on_bodies: OnBodies, member: int) -> None:
+        """Competing consumers: a Redis consumer group (XREADGROUP), each batch acknowledged with one XACK
+        (at-least-once, as the other systems' groups). A lone consumer or a fan-out reader uses XREAD."""
+        import redis
+
+        try:
+            await self.r.xgroup_create(topic, group, id="0", mkstream=True)
+        except redis.ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+        name = f"c{member}"
+
+        async def loop() -> None:
+            while not self._stop:
+                resp = await self.r.xreadgroup(group, name, {topic: ">"}, count=512, block=200)
+                for _key, entries in resp or ():
+                    if entries:
+                        on_bodies([fields[b"d"] for _id, fields in entries])
+                        await self.r.xack(topic, group, *(i for i, _f in entries))
 
         self._task = asyncio.get_running_loop().create_task(loop())
 

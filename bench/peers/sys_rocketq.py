@@ -80,15 +80,16 @@ class RocketqClient(Client):
         self.producer = Producer(
             "bench_pg",
             namesrv=self.args["namesrv"],
+            instance_name=f"bench-p{self.args.get('member', 0)}",  # a shape's producers: one client each
             send_msg_timeout=15000,
             compress_msg_body_over_howmuch=1 << 30,  # bodies are random: never compress (no peer does)
         )
         await self.producer.start()
 
-    async def prepare(self, topic: str) -> None:
+    async def prepare(self, topic: str, queues: int | None = None, groups: list[str] | None = None) -> None:
         from rocketq.admin.client import AdminClient, TopicConfig
 
-        cfg = TopicConfig(topic, QUEUES, QUEUES)
+        cfg = TopicConfig(topic, queues or QUEUES, queues or QUEUES)
         async with AdminClient(self.args["namesrv"]) as admin:
             # the broker must have registered with the NameServer first
             for _ in range(100):
@@ -117,12 +118,22 @@ class RocketqClient(Client):
         if r.status.name != "SEND_OK":
             raise RuntimeError(f"send status {r.status.name}")
 
-    async def subscribe(self, topic: str, group: str, on_bodies: OnBodies) -> None:
+    async def subscribe(
+        self,
+        topic: str,
+        group: str,
+        on_bodies: OnBodies,
+        member: int = 0,
+        members: int = 1,
+        queues: int | None = None,
+        fanout: bool = False,
+    ) -> None:
         from rocketq.aio import ConsumeFromWhere, ConsumeResult, PushConsumer
 
         c = PushConsumer(
             group,
             namesrv=self.args["namesrv"],
+            instance_name=f"bench-c{member}",  # members of one group in one process: distinct client ids
             consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
             pull_batch_size=self.pull_batch_size,
             consume_message_batch_max_size=self.pull_batch_size,
@@ -136,9 +147,30 @@ class RocketqClient(Client):
         c.register_listener(listener)
         await c.start()
         self.consumer = c
-        for _ in range(200):  # until the rebalance has assigned every queue
-            if len(c.assigned_queues()) >= QUEUES:
-                break
+        self._shape = (topic, group, members, queues or QUEUES)
+        if members == 1:
+            await self.settle()
+
+    async def settle(self) -> None:
+        """Until this consumer pulls exactly the queues the group's allocation over all ``members`` gives
+        it (a rebalance after a member joined; before that two members may pull the same queue)."""
+        c = self.consumer
+        if c is None:
+            return
+        topic, group, members, queues = self._shape
+        for _ in range(200):
+            if members == 1:
+                if len(c.assigned_queues()) >= queues:
+                    return
+            else:
+                cids = sorted(set(await c.instance.find_consumer_id_list(topic, group) or ()))
+                mqs = sorted(c._sub_info.get(topic) or ())
+                if len(cids) == members and len(mqs) == queues:
+                    want = set(c.allocate_strategy(group, c.client_id, mqs, cids))
+                    if set(c.assigned_queues()) == want:
+                        return
+                    await c.do_rebalance()  # what the broker's group-change notice triggers
+                    continue
             await asyncio.sleep(0.05)
 
     async def unsubscribe(self) -> None:

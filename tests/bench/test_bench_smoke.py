@@ -106,6 +106,13 @@ def test_smoke_every_system_produces_numbers(tmp_path: Path) -> None:
             if not c["batch"]:
                 assert c["lat_ack"]["n"] > 0 and c["lat_e2e"]["n"] > 0, (what, c)
                 assert c["lat_ack"]["p50"] <= c["lat_ack"]["p99"] <= c["lat_ack"]["max"], (what, c)
+        assert (65536, 64) in {(c["size"], c["window"]) for c in r["cells"]}, what  # the MB/s ceiling cell
+        assert set(r["shapes"]) == {"4p4c", "fanout2"}, what
+        for name, sh in r["shapes"].items():
+            # every group received every acknowledged message, from several producers / consumers
+            assert sh["pub_n"] > 0 and sh["pub_errors"] == 0, (what, name, sh)
+            assert sh["delivered"] >= sh["pub_n"] * sh["groups"], (what, name, sh)
+            assert sh["consumers"] == (4 if name == "4p4c" else 2), (what, name, sh)
         assert r["backlog"]["drain_n"] >= r["backlog"]["n"] > 0, what
         if r["tier"] == "A":
             rec = r["recovery"]
@@ -114,6 +121,7 @@ def test_smoke_every_system_produces_numbers(tmp_path: Path) -> None:
         assert any(c["batch"] for r in results["runs"] if r["system"] == "rocketq" for c in r["cells"])
     text = doc.read_text()
     assert text.startswith("# Benchmarks") and "## Peers" in text and "### Noise floor" in text
+    assert "### Shapes, tier A" in text and "| 4p4c | rocketq |" in text
     for name in ("peers-throughput.png", "peers-latency.png"):
         png = tmp_path / "img" / name
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
