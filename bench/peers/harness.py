@@ -211,14 +211,17 @@ class Runner:
             cells: list[tuple[int, int, int]] = [
                 (s, w, 0) for s in self.plan.sizes for w in self.plan.windows
             ]
-            cells += [(s, w, 0) for s, w in self.plan.extra_cells if (s, w, 0) not in cells]
             if mod.CLIENT.supports_batch and self.plan.batch:
                 mid = 1024 if 1024 in self.plan.sizes else self.plan.sizes[0]
                 cells += [(mid, w, self.plan.batch) for w in self.plan.windows]
             noise_cell = (1024 if 1024 in self.plan.sizes else self.plan.sizes[0], max(self.plan.windows), 0)
             cells.append(noise_cell)  # the same config twice: the noise floor
+            repeat_at = len(cells) - 1
+            # After the noise pair: the 64 KiB cell writes hundreds of MB (Redis rewrites its AOF after it,
+            # the page cache fills with dirty pages), which would land in the grid cells and the pair.
+            cells += [(s, w, 0) for s, w in self.plan.extra_cells if (s, w, 0) not in cells]
             for i, (size, window, batch) in enumerate(cells):
-                repeat = i == len(cells) - 1
+                repeat = i == repeat_at
                 curve = not repeat and (size, window, batch) == noise_cell
                 cell = self.run_cell(server, prod, cons, size, window, batch, curve)
                 cell["repeat"] = repeat

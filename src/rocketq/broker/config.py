@@ -62,6 +62,8 @@ _KEYS: dict[str, tuple[type, Any]] = {
     "messageIndexEnable": (bool, True),
     "commitLogWarmAheadEnable": (bool, True),  # rocketq: SYNC_FLUSH zeros ahead of the writer (store/warm.py)
     "commitLogWarmAheadBytes": (int, 8 << 20),
+    # rocketq: MB/s of appends above which the zeros pause (store/warm.py; 0: never)
+    "commitLogWarmAheadMaxRate": (int, 160),
     "flushDelayOffsetInterval": (int, 10_000),
     "flushConsumerOffsetInterval": (int, 5000),
     # topics / groups

@@ -71,6 +71,7 @@ def store_config_of(cfg: BrokerConfig):
         message_index_enable=cfg["messageIndexEnable"],
         warm_ahead_enable=cfg["commitLogWarmAheadEnable"],
         warm_ahead_bytes=cfg["commitLogWarmAheadBytes"],
+        warm_ahead_max_rate=cfg["commitLogWarmAheadMaxRate"] * 1_000_000,
         broker_role=cfg["brokerRole"],
         message_delay_level=cfg["messageDelayLevel"],
         max_transfer_bytes_on_message_in_memory=cfg["maxTransferBytesOnMessageInMemory"],

@@ -52,6 +52,7 @@ class StoreConfig:
     # SYNC_FLUSH: keep the CommitLog's blocks this far ahead of the writer written with zeros (store/warm.py)
     warm_ahead_enable: bool = True
     warm_ahead_bytes: int = 8 << 20
+    warm_ahead_max_rate: int = 0  # bytes/s of appends above which warm-ahead pauses (0: never)
 
     def __post_init__(self) -> None:
         if isinstance(self.flush_disk_type, str):

@@ -203,7 +203,9 @@ class MessageStore:
             from .warm import WarmAheadService, prewarm_new_segment
 
             self.allocator.on_created = prewarm_new_segment(cfg.warm_ahead_bytes)
-            self.warm_service = WarmAheadService(self.commit_log, cfg.warm_ahead_bytes)
+            self.warm_service = WarmAheadService(
+                self.commit_log, cfg.warm_ahead_bytes, cfg.warm_ahead_max_rate
+            )
             self.warm_service.start()
         self.flush_service.start()
         self.cq_flush_service.start()

@@ -143,3 +143,52 @@ def test_zeros_never_land_on_records_while_writers_race_the_filler(tmp_path, mon
             assert got == [sent[(qid, i)] for i in range(400)]
     finally:
         s.shutdown()
+
+
+def test_warming_pauses_while_the_writer_outruns_max_rate_and_resumes_after(tmp_path):
+    # 1 MB/s: any sustained SYNC_FLUSH writing of 60 KiB records is faster than that
+    s = _sync_store(tmp_path, mapped_file_size_commitlog=256 << 20, warm_ahead_max_rate=1_000_000)
+    try:
+        assert s.put_message(msg(body=b"first")).ok
+        seg = s.commit_log.mfq.last()
+        svc = s.warm_service
+        assert _wait_for(lambda: seg.warm_end - seg.wrote_position >= 1 << 20)  # idle writer: warmed
+        body = os.urandom(60 << 10)
+        deadline = time.monotonic() + 10
+        while not svc.writer_fast and time.monotonic() < deadline:
+            assert s.put_message(msg(body=body)).ok
+        assert svc.writer_fast
+        w1 = svc.warmer.bytes_warmed
+        wrote1 = seg.wrote_position
+        t_end = time.monotonic() + 0.4
+        while time.monotonic() < t_end:
+            assert s.put_message(msg(body=body)).ok
+        assert seg.wrote_position - wrote1 > 4 << 20  # the writer moved on ...
+        assert svc.warmer.bytes_warmed - w1 <= warm_module.CHUNK  # ... the zeros did not follow
+        # the writer stops: the rate drops, and the zeros get ahead of it again (in whichever segment it
+        # is in by now)
+        assert _wait_for(lambda: not svc.writer_fast)
+        last = s.commit_log.mfq.last
+        assert _wait_for(lambda: last().warm_end - last().wrote_position >= 1 << 20), (
+            last().file_from_offset,
+            last().wrote_position,
+            last().warm_end,
+        )
+    finally:
+        s.shutdown()
+
+
+def test_without_max_rate_the_zeros_follow_a_fast_writer(tmp_path):
+    s = _sync_store(tmp_path, mapped_file_size_commitlog=256 << 20)
+    try:
+        assert s.put_message(msg(body=b"first")).ok
+        svc = s.warm_service
+        w0 = svc.warmer.bytes_warmed
+        body = os.urandom(60 << 10)
+        t_end = time.monotonic() + 0.5
+        while time.monotonic() < t_end:
+            assert s.put_message(msg(body=body)).ok
+        assert not svc.writer_fast
+        assert svc.warmer.bytes_warmed - w0 > 2 * warm_module.CHUNK
+    finally:
+        s.shutdown()
