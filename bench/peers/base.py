@@ -10,11 +10,27 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .common import cpu_seconds, proc_tree, rss_bytes, taskset, wait_port, write_bytes
 
 OnBodies = Callable[[list[Any]], None]
+
+
+@dataclass(frozen=True)
+class Membership:
+    """A consumer's place in a shape: number ``index`` of the ``members`` sharing its group; ``queues``: what
+    the topic was prepared with (None: the adapter's default); ``fanout``: the topic was prepared with its
+    groups (Client.prepare) and every group reads all of it."""
+
+    index: int = 0
+    members: int = 1
+    queues: int | None = None
+    fanout: bool = False
+
+
+SOLO = Membership()
 
 
 class ServerError(RuntimeError):
@@ -171,20 +187,9 @@ class Client:
     async def publish_batch(self, topic: str, bodies: list[bytes]) -> None:
         raise NotImplementedError
 
-    async def subscribe(
-        self,
-        topic: str,
-        group: str,
-        on_bodies: OnBodies,
-        member: int = 0,
-        members: int = 1,
-        queues: int | None = None,
-        fanout: bool = False,
-    ) -> None:
+    async def subscribe(self, topic: str, group: str, on_bodies: OnBodies, m: Membership = SOLO) -> None:
         """Consume ``topic`` from its beginning; call ``on_bodies`` with each batch of bodies. Clients
-        subscribing with the same ``group`` share its messages (``members`` of them, this one number
-        ``member``); different groups each get every message (``fanout``: the topic was prepared with
-        those groups)."""
+        subscribing with the same ``group`` share its messages; different groups each get every message."""
         raise NotImplementedError
 
     async def settle(self) -> None:

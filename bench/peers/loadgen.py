@@ -22,6 +22,7 @@ if __package__ in (None, ""):  # run as a script: make "bench.peers" importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     __package__ = "bench.peers"
 
+from bench.peers.base import Membership
 from bench.peers.common import TS, WARMUP_TS, new_hist, now_ns, payload_template, percentiles, stamp
 
 SYSTEMS = {
@@ -192,9 +193,10 @@ class Worker:
         self.t_ready = now_ns()  # messages may arrive before subscribe() returns (rebalance wait)
         # one group per client (fan-out: different groups; 4 consumers: the same group four times)
         groups = c.get("groups") or [c["group"]] * len(self.clients)
-        shape = {"queues": c.get("queues"), "fanout": bool(c.get("fanout"))}
+        queues, fanout = c.get("queues"), bool(c.get("fanout"))
         for i, (cl, g) in enumerate(zip(self.clients, groups, strict=True)):
-            await cl.subscribe(c["topic"], g, self.on_bodies, member=i, members=groups.count(g), **shape)
+            m = Membership(index=i, members=groups.count(g), queues=queues, fanout=fanout)
+            await cl.subscribe(c["topic"], g, self.on_bodies, m)
         for cl in self.clients:  # e.g. until a rebalance has split the queues among the members
             await cl.settle()
         return {"ready_s": time.monotonic() - t0}

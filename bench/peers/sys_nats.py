@@ -11,7 +11,7 @@ import shutil
 import sys
 from typing import Any
 
-from .base import Client, OnBodies, Server
+from .base import SOLO, Client, Membership, OnBodies, Server
 from .common import free_port
 
 
@@ -68,22 +68,13 @@ class NatsClient(Client):
     async def publish(self, topic: str, body: bytes) -> None:
         await self.js.publish(topic, body, stream=topic)
 
-    async def subscribe(
-        self,
-        topic: str,
-        group: str,
-        on_bodies: OnBodies,
-        member: int = 0,
-        members: int = 1,
-        queues: int | None = None,
-        fanout: bool = False,
-    ) -> None:
+    async def subscribe(self, topic: str, group: str, on_bodies: OnBodies, m: Membership = SOLO) -> None:
         from nats.errors import TimeoutError as NatsTimeout
         from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
         # Members of one group fetch from one durable consumer (JetStream hands each message to one of
         # them). They ack every message: AckPolicy.ALL would also ack what another member still holds.
-        shared = members > 1
+        shared = m.members > 1
         cfg = ConsumerConfig(
             ack_policy=AckPolicy.EXPLICIT if shared else AckPolicy.ALL,
             deliver_policy=DeliverPolicy.ALL,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .base import Client, OnBodies, Server
+from .base import SOLO, Client, Membership, OnBodies, Server
 from .common import free_port
 
 RABBIT = "/usr/lib/rabbitmq/bin/rabbitmq-server"
@@ -121,20 +121,11 @@ class RabbitClient(Client):
             mandatory=False,
         )
 
-    async def subscribe(
-        self,
-        topic: str,
-        group: str,
-        on_bodies: OnBodies,
-        member: int = 0,
-        members: int = 1,
-        queues: int | None = None,
-        fanout: bool = False,
-    ) -> None:
+    async def subscribe(self, topic: str, group: str, on_bodies: OnBodies, m: Membership = SOLO) -> None:
         # competing members consume one queue; a fan-out group its own queue behind the exchange
         ch = await self.conn.channel()
         await ch.set_qos(prefetch_count=256)
-        q = await ch.declare_queue(f"{topic}.{group}" if fanout else topic, durable=True)
+        q = await ch.declare_queue(f"{topic}.{group}" if m.fanout else topic, durable=True)
         count = 0
 
         async def on_message(message: Any) -> None:

@@ -7,7 +7,7 @@ import asyncio
 import shutil
 from typing import Any
 
-from .base import Client, OnBodies, Server
+from .base import SOLO, Client, Membership, OnBodies, Server
 from .common import free_port
 
 
@@ -62,19 +62,10 @@ class RedisClient(Client):
     async def publish(self, topic: str, body: bytes) -> None:
         await self.r.xadd(topic, {"d": body})
 
-    async def subscribe(
-        self,
-        topic: str,
-        group: str,
-        on_bodies: OnBodies,
-        member: int = 0,
-        members: int = 1,
-        queues: int | None = None,
-        fanout: bool = False,
-    ) -> None:
+    async def subscribe(self, topic: str, group: str, on_bodies: OnBodies, m: Membership = SOLO) -> None:
         self._stop = False
-        if members > 1:
-            await self._subscribe_group(topic, group, on_bodies, member)
+        if m.members > 1:
+            await self._subscribe_group(topic, group, on_bodies, m.index)
             return
 
         async def loop() -> None:

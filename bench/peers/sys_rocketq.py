@@ -7,7 +7,7 @@ import asyncio
 import os
 from typing import Any
 
-from .base import Client, OnBodies, Server, python
+from .base import SOLO, Client, Membership, OnBodies, Server, python
 from .common import free_port
 
 QUEUES = 4
@@ -118,22 +118,13 @@ class RocketqClient(Client):
         if r.status.name != "SEND_OK":
             raise RuntimeError(f"send status {r.status.name}")
 
-    async def subscribe(
-        self,
-        topic: str,
-        group: str,
-        on_bodies: OnBodies,
-        member: int = 0,
-        members: int = 1,
-        queues: int | None = None,
-        fanout: bool = False,
-    ) -> None:
+    async def subscribe(self, topic: str, group: str, on_bodies: OnBodies, m: Membership = SOLO) -> None:
         from rocketq.aio import ConsumeFromWhere, ConsumeResult, PushConsumer
 
         c = PushConsumer(
             group,
             namesrv=self.args["namesrv"],
-            instance_name=f"bench-c{member}",  # members of one group in one process: distinct client ids
+            instance_name=f"bench-c{m.index}",  # members of one group in one process: distinct client ids
             consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
             pull_batch_size=self.pull_batch_size,
             consume_message_batch_max_size=self.pull_batch_size,
@@ -147,8 +138,8 @@ class RocketqClient(Client):
         c.register_listener(listener)
         await c.start()
         self.consumer = c
-        self._shape = (topic, group, members, queues or QUEUES)
-        if members == 1:
+        self._shape = (topic, group, m.members, m.queues or QUEUES)
+        if m.members == 1:
             await self.settle()
 
     async def settle(self) -> None:
