@@ -138,9 +138,7 @@ class RocketqClient(Client):
         c.register_listener(listener)
         await c.start()
         self.consumer = c
-        self._shape = (topic, group, m.members, m.queues or QUEUES)
-        if m.members == 1:
-            await self.settle()
+        self._shape = (topic, group, m.members, m.queues or QUEUES)  # the load generator settles next
 
     async def settle(self) -> None:
         """Until this consumer pulls exactly the queues the group's allocation over all ``members`` gives
