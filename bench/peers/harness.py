@@ -47,7 +47,14 @@ class Plan:
     batch: int = 32  # rocketq batch send: messages per request
     seconds: float = 1.0  # closed-loop max-rate phase
     lat_seconds: float = 3.0  # open-loop latency phase (p99 from >= 30 samples even at W=1, tier A)
-    lat_fraction: float = 0.5  # open-loop rate = this x the cell's max rate
+    lat_fraction: float = 0.5  # open-loop rate = this x the cell's max sustainable rate
+    # max sustainable rate: fractions of the closed-loop max tried top down, each for sus_seconds
+    sus_ladder: tuple[float, ...] = (0.9, 0.75, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1)
+    sus_refine: bool = True  # one more step between the first rate that held and the one above it
+    sus_seconds: float = 1.5
+    sus_max_late_ms: float = 500.0  # a send that cannot start this late: the rate is not sustained
+    sus_ack_p50_floor_us: int = 20_000
+    sus_e2e_p50_floor_us: int = 100_000
     lat_curve: tuple[float, ...] = (0.1, 0.8)  # extra fractions, on the 1 KiB W=64 cell only
     warmup_s: float = 0.2
     backlog_seconds: float = 1.5  # fill time of the backlog catch-up test (1 KiB, 64 in flight)
@@ -79,6 +86,9 @@ def smoke_plan() -> Plan:
         batch=8,
         seconds=0.25,
         lat_seconds=0.25,
+        sus_ladder=(0.5, 0.2),
+        sus_refine=False,
+        sus_seconds=0.25,
         warmup_s=0.05,
         backlog_seconds=0.25,
         recovery_seconds=0.2,
@@ -339,8 +349,8 @@ class Runner:
         self, server: Any, prod: Worker, cons: Worker, size: int, window: int, batch: int, curve: bool = False
     ) -> dict[str, Any]:
         p = self.plan
-        t_thr, t_lat = self.name("thr"), self.name("lat")
-        prod.call({"op": "prepare", "topics": [t_thr, t_lat]}, 90)
+        t_thr = self.name("thr")
+        prod.call({"op": "prepare", "topics": [t_thr]}, 90)
         cell: dict[str, Any] = {"size": size, "window": window, "batch": batch}
         # 1. max publish rate (closed loop), server CPU and bytes written during it
         cpu0, wb0 = server.cpu_seconds(), server.write_bytes()
@@ -383,56 +393,102 @@ class Runner:
                 client_cons_us=d.get("client_cpu_us"),
                 cpu_cons_us=(cpu2 - cpu1) / max(1, d["n"]) * 1e6,
             )
-        # 3. open-loop latency at a fraction of the max rate, consumer live
+        # 3. the max sustainable rate: open loop with a live consumer, top down from the closed-loop max
         if not batch and n:
-            rate = max(1.0, cell["pub_rate"] * p.lat_fraction)
-            cons.call({"op": "subscribe", "topic": t_lat, "group": self.name("g")}, 90)
-            lr = prod.call(
-                {
-                    "op": "produce",
-                    "topic": t_lat,
-                    "size": size,
-                    "window": window,
-                    "rate": rate,
-                    "seconds": p.lat_seconds,
-                },
-                p.lat_seconds + 120,
-            )
-            d = cons.call({"op": "drain", "topic": t_lat, "expect": lr["n"], "timeout_s": 30}, 90)
-            if d.get("stored") is not None:
-                cell["lat_short_stored"] = d["stored"]
+            cell.update(self.find_sustainable(prod, cons, size, window, cell["pub_rate"], r["ack"]))
+        # 4. open-loop latency at fractions of the sustainable rate (the closed-loop max if none was found)
+        if not batch and n:
+            base = cell.get("sus_rate") or cell["pub_rate"]
+            cell["lat_base"] = "sustained" if cell.get("sus_rate") else "closed"
+            lat = self.open_run(prod, cons, size, window, max(1.0, base * p.lat_fraction), p.lat_seconds)
+            if lat["short_stored"] is not None:
+                cell["lat_short_stored"] = lat["short_stored"]
             cell.update(
-                lat_rate=rate,
-                lat_n=lr["n"],
-                lat_errors=lr["errors"],
-                lat_ack=lr["ack"],
-                lat_e2e=d["e2e"],
-                lat_consumed=d["n"],
+                lat_rate=lat["rate"],
+                lat_n=lat["n"],
+                lat_errors=lat["errors"],
+                lat_ack=lat["ack"],
+                lat_e2e=lat["e2e"],
+                lat_consumed=lat["consumed"],
             )
-            # latency against load: more fractions of the max rate, on one cell per system/tier
+            # latency against load: more fractions, on one cell per system/tier
             for frac in p.lat_curve if curve else ():
-                t = self.name("curve")
-                prod.call({"op": "prepare", "topics": [t]}, 90)
-                cons.call({"op": "subscribe", "topic": t, "group": self.name("g")}, 90)
-                r2 = max(1.0, cell["pub_rate"] * frac)
-                cmd = {
-                    "op": "produce",
-                    "topic": t,
-                    "size": size,
-                    "window": window,
-                    "rate": r2,
-                    "seconds": p.lat_seconds,
-                }
-                lr = prod.call(cmd, p.lat_seconds + 120)
-                d = cons.call({"op": "drain", "topic": t, "expect": lr["n"], "timeout_s": 30}, 90)
+                pt = self.open_run(prod, cons, size, window, max(1.0, base * frac), p.lat_seconds)
                 cell.setdefault("lat_curve", {})[str(frac)] = {
-                    "rate": r2,
-                    "n": lr["n"],
-                    "ack": lr["ack"],
-                    "e2e": d["e2e"],
-                    "consumed": d["n"],
+                    k: pt[k] for k in ("rate", "n", "ack", "e2e", "consumed")
                 }
         return cell
+
+    def open_run(
+        self,
+        prod: Worker,
+        cons: Worker,
+        size: int,
+        window: int,
+        rate: float,
+        seconds: float,
+        max_late_ms: float | None = None,
+    ) -> dict[str, Any]:
+        """Publish at a fixed rate to a new topic while a fresh consumer group receives it."""
+        t = self.name("open")
+        prod.call({"op": "prepare", "topics": [t]}, 90)
+        cons.call({"op": "subscribe", "topic": t, "group": self.name("g")}, 90)
+        cmd = {"op": "produce", "topic": t, "size": size, "window": window, "rate": rate, "seconds": seconds}
+        if max_late_ms:
+            cmd["max_late_ms"] = max_late_ms
+        lr = prod.call(cmd, seconds + 120)
+        d = cons.call({"op": "drain", "topic": t, "expect": lr["n"], "timeout_s": 30}, 90)
+        return {
+            "rate": rate,
+            "n": lr["n"],
+            "intended": lr.get("intended", lr["n"]),
+            "behind": bool(lr.get("behind")),
+            "errors": lr["errors"],
+            "ack": lr["ack"],
+            "e2e": d["e2e"],
+            "consumed": d["n"],
+            "short_stored": d.get("stored"),
+        }
+
+    def find_sustainable(
+        self, prod: Worker, cons: Worker, size: int, window: int, top: float, closed_ack: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The highest rate, down a ladder of fractions of the closed-loop max (then once between the first
+        that held and the one above it), that a system keeps up with: every send started on time, every
+        one acknowledged and consumed, and the median ack and end-to-end latency stay bounded. A rate above
+        capacity makes the queue, and so the median latency, grow through the run; a burst absorbed in
+        memory and written later does not count as sustained."""
+        p = self.plan
+        # bounds from the system's own closed loop: with W in flight its ack p50 is about W / capacity
+        ack_bound = max(p.sus_ack_p50_floor_us, 2 * (closed_ack.get("p50") or 0))
+        e2e_bound = max(p.sus_e2e_p50_floor_us, 2 * ack_bound)
+
+        def step(frac: float, refine: bool = False) -> dict[str, Any]:
+            rate = max(1.0, top * frac)
+            s = self.open_run(prod, cons, size, window, rate, p.sus_seconds, p.sus_max_late_ms)
+            s["fraction"], s["refine"] = frac, refine
+            s["ok"] = (
+                not s["behind"]
+                and s["errors"] == 0
+                and s["n"] >= s["intended"]
+                and s["consumed"] >= s["n"]
+                and s["ack"].get("p50", float("inf")) <= ack_bound
+                and s["e2e"].get("p50", float("inf")) <= e2e_bound
+            )
+            s.pop("short_stored", None)
+            return s
+
+        steps: list[dict[str, Any]] = []
+        above: float | None = None
+        for frac in p.sus_ladder:
+            steps.append(step(frac))
+            if steps[-1]["ok"]:
+                if above is not None and p.sus_refine:
+                    steps.append(step((frac * above) ** 0.5, refine=True))
+                break
+            above = frac
+        held = [s["rate"] for s in steps if s["ok"]]
+        return {"sus_rate": max(held) if held else None, "sus_steps": steps}
 
     def run_backlog(self, server: Any, prod: Worker, cons: Worker) -> dict[str, Any]:
         """Stop consumers, fill, drop the page cache, drain while producing at 10 % of the fill rate."""

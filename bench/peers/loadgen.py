@@ -67,7 +67,11 @@ class Worker:
         hist = new_hist()
         cpu0 = time.process_time()
         if rate:
-            r = await self._open(sends[0], window, float(c["seconds"]), float(rate) / per, hist)
+            late = c.get("max_late_ms")
+            r = await self._open(
+                sends[0], window, float(c["seconds"]), float(rate) / per, hist, late and float(late)
+            )
+            r["intended"] *= per
         else:
             r = await self._closed(sends, window, float(c["seconds"]), hist=hist)
         r["client_cpu_us"] = (time.process_time() - cpu0) / (r["n"] * per) * 1e6 if r["n"] else None
@@ -124,7 +128,11 @@ class Worker:
             "t_start": t0,
         }
 
-    async def _open(self, send: Any, window: int, seconds: float, rate: float, hist: Any) -> dict[str, Any]:
+    async def _open(
+        self, send: Any, window: int, seconds: float, rate: float, hist: Any, max_late_ms: float | None = None
+    ) -> dict[str, Any]:
+        """Publish on a fixed schedule with at most ``window`` in flight. With ``max_late_ms``, stop once a
+        send could not start within that long of its intended time (``behind``: the rate is not sustained)."""
         sem = asyncio.Semaphore(window)
         loop = asyncio.get_running_loop()
         interval = 1e9 / rate
@@ -152,18 +160,31 @@ class Worker:
             n += 1
             hist.record_value(max(1, (last_ack - intended) // 1000))
 
+        max_late = int(max_late_ms * 1e6) if max_late_ms else None
+        behind = False
         for i in range(total):
             intended = t0 + int(i * interval)
             delay = intended - now_ns()
             if delay > 200_000:
                 await asyncio.sleep(delay / 1e9)
             await sem.acquire()
+            if max_late is not None and now_ns() - intended > max_late:
+                sem.release()
+                behind = True
+                break
             t = loop.create_task(one(intended))
             pending.add(t)
             t.add_done_callback(pending.discard)
         if pending:
             await asyncio.wait(pending, timeout=60)
-        return {"n": n, "errors": errors, "first_error": first_error, "elapsed_s": (last_ack - t0) / 1e9}
+        return {
+            "n": n,
+            "intended": total,
+            "behind": behind,
+            "errors": errors,
+            "first_error": first_error,
+            "elapsed_s": (last_ack - t0) / 1e9,
+        }
 
     # -- consumer ----------------------------------------------------------------------------------
     def on_bodies(self, bodies: list[Any]) -> None:

@@ -267,7 +267,17 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
         + f"; {plan['reps']} repetition(s), median "
         f"[min–max] shown). Per cell: {plan['warmup_s']} s warm-up, then {plan['seconds']} s closed loop with W "
         "publishes in flight (max publish rate); a fresh consumer then drains that backlog (consume rate, page cache "
-        f"warm); then {plan['lat_seconds']} s open loop at {plan['lat_fraction']:.0%} of that cell's max rate with at "
+        "warm); then the max sustainable rate: open loop with at most W in flight and a live consumer, "
+        f"{plan.get('sus_seconds', '?')} s per step, down a ladder of fractions of the closed-loop max "
+        f"({', '.join(f'{f:g}' for f in plan.get('sus_ladder', ()))}"
+        + (", then once between the first that held and the one above it" if plan.get("sus_refine") else "")
+        + "); a rate holds when every send started within "
+        f"{plan.get('sus_max_late_ms', 0):.0f} ms of its schedule, every message was acknowledged and consumed, "
+        f"and the median ack latency stayed ≤ max({plan.get('sus_ack_p50_floor_us', 0) / 1000:.0f} ms, 2 × the "
+        f"closed loop's) and the median end-to-end ≤ max({plan.get('sus_e2e_p50_floor_us', 0) / 1000:.0f} ms, "
+        "2 × that) — above capacity the queue, and with it the median, grows through the step, and a burst "
+        "absorbed in memory does not count. Then "
+        f"{plan['lat_seconds']} s open loop at {plan['lat_fraction']:.0%} of that sustainable rate with at "
         "most W in flight and a live consumer: latency is measured from each message's intended send time (stamped in "
         "the body, time.monotonic_ns) so stalls are charged to every message they delayed (no coordinated omission); "
         "HdrHistogram. Bodies are random bytes (no compression anywhere). CPU is utime+stime of the server's process "
@@ -343,6 +353,25 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
             flight = f"{sh.get('producers', '?')} × {sh.get('window', '?')}"
             L.append(f"| {tier} | {shape}: delivered msg/s | {flight} | " + " | ".join(cols) + " |")
     L.append("")
+    sus_rows = []
+    for tier in plan["tiers"]:
+        if ("rocketq", tier) not in ag.runs:
+            continue
+        for size, w in grid(plan):
+            rq = ag.median(("rocketq", tier), (size, w, 0), "sus_rate")
+            if rq is None and not any(ag.values(k, (size, w, 0), "sus_rate") for k in ag.keys(tier)):
+                continue
+            cols = [_ratio(rq, ag.median((s, tier), (size, w, 0), "sus_rate")) for s in SYSTEMS[1:]]
+            sus_rows.append(f"| {tier} | {size} | {w} | " + " | ".join(cols) + " |")
+    if sus_rows:
+        L.append(
+            "Max sustainable publish rate (open loop, live consumer; Method), rocketq ÷ each peer, median:"
+        )
+        L.append("")
+        L.append("| tier | size | in flight | " + " | ".join(f"÷ {LABEL[s]}" for s in SYSTEMS[1:]) + " |")
+        L.append("|---|---|---|" + "---|" * (len(SYSTEMS) - 1))
+        L.extend(sus_rows)
+        L.append("")
 
     # -- throughput tables -------------------------------------------------------------------------------
     for tier in plan["tiers"]:
@@ -356,6 +385,11 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
         for title, field, digits in (
             ("Publish msg/s (closed loop, W in flight), median [min–max]", "pub_rate", 0),
             ("Publish MB/s of payload (median)", "pub_mb_s", 1),
+            (
+                "Max sustainable publish msg/s (open loop with a live consumer, see Method), median [min–max]",
+                "sus_rate",
+                0,
+            ),
             (
                 "Consume msg/s (a fresh consumer draining the backlog the publish phase left; page cache warm)",
                 "cons_rate",
@@ -377,6 +411,15 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
                     cols = [num(ag.median(k, ck, field), digits) for k in keys]
                 else:
                     cols = [mmm(ag.values(k, ck, field)) for k in keys]
+                if field == "sus_rate":  # repetitions where not even the ladder's lowest rate held
+                    for i, k in enumerate(keys):
+                        miss = sum(
+                            1
+                            for c in ag.cells.get(k, {}).get(ck, [])
+                            if c.get("sus_steps") and not c.get("sus_rate")
+                        )
+                        if miss:
+                            cols[i] += f" (none held in {miss})"
                 if extra:
                     best = max((ag.median(k, ck, field) or 0 for k in peers), default=0) or None
                     cols.append(_ratio(ag.median(("rocketq", tier), ck, field), best))
@@ -408,12 +451,13 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
         if not keys:
             continue
         L.append(
-            f"### Latency, tier {tier} (open loop at {plan['lat_fraction']:.0%} of each system's own max rate)"
+            f"### Latency, tier {tier} (open loop at {plan['lat_fraction']:.0%} of each system's own max sustainable rate)"
         )
         L.append("")
         L.append(
             "Publish-ack and end-to-end (intended send → consumer callback) p50 / p99 / p99.9, medians over the "
-            "repetitions. The offered rate differs per system (its own max), so compare shapes, not only values."
+            "repetitions. The offered rate differs per system (its own max sustainable rate; the closed-loop max where "
+            "no step held), so compare shapes, not only values."
         )
         L.append("")
         L.append(
@@ -468,7 +512,7 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
                 )
     if curve_rows:
         L.append(
-            f"### Latency against load ({mid_} B, at most {wmax_} in flight, fractions of each system's own max rate)"
+            f"### Latency against load ({mid_} B, at most {wmax_} in flight, fractions of each system's own sustainable rate)"
         )
         L.append("")
         L.append(
@@ -711,7 +755,7 @@ def plot(ag: Agg, plan: dict[str, Any], img_dir: str) -> list[str]:
                         )
             ax.set_yscale("log")
             ax.set_ylabel("ms")
-            ax.set_title(f"tier {tier}, ≤{w} in flight: latency at {plan['lat_fraction']:.0%} of max")
+            ax.set_title(f"tier {tier}, ≤{w} in flight: latency at {plan['lat_fraction']:.0%} of sustained")
             ax.grid(alpha=0.3)
     present = [s for s in SYSTEMS if any((s, t) in ag.runs for t in tiers)]
     handles = [Line2D([], [], color=colors[s], lw=6, label=LABEL[s]) for s in present]

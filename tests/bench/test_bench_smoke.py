@@ -106,6 +106,15 @@ def test_smoke_every_system_produces_numbers(tmp_path: Path) -> None:
             if not c["batch"]:
                 assert c["lat_ack"]["n"] > 0 and c["lat_e2e"]["n"] > 0, (what, c)
                 assert c["lat_ack"]["p50"] <= c["lat_ack"]["p99"] <= c["lat_ack"]["max"], (what, c)
+                # the sustainable-rate search ran its steps top down and kept the highest that held
+                steps = c["sus_steps"]
+                ladder = [s["fraction"] for s in steps if not s["refine"]]
+                assert ladder and ladder == sorted(ladder, reverse=True), (what, steps)
+                held = [s["rate"] for s in steps if s["ok"]]
+                assert c["sus_rate"] == (max(held) if held else None), (what, c)
+                assert c["lat_base"] == ("sustained" if held else "closed"), (what, c)
+                for s in steps:  # a step that held had nothing missing
+                    assert not s["ok"] or s["consumed"] >= s["n"] >= s["intended"] > 0, (what, s)
         assert (65536, 64) in {(c["size"], c["window"]) for c in r["cells"]}, what  # the MB/s ceiling cell
         assert set(r["shapes"]) == {"4p4c", "fanout2"}, what
         for name, sh in r["shapes"].items():
@@ -122,6 +131,7 @@ def test_smoke_every_system_produces_numbers(tmp_path: Path) -> None:
     text = doc.read_text()
     assert text.startswith("# Benchmarks") and "## Peers" in text and "### Noise floor" in text
     assert "### Shapes, tier A" in text and "| 4p4c | rocketq |" in text
+    assert "Max sustainable publish msg/s" in text
     for name in ("peers-throughput.png", "peers-latency.png"):
         png = tmp_path / "img" / name
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
