@@ -16,6 +16,7 @@ from concurrent.futures import Future
 from . import mapped_file
 from .checkpoint import StoreCheckpoint
 from .commit_log import CommitLog
+from .consume_queue import BLANK_UNIT_SIZE, CQ_STORE_UNIT_SIZE
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,7 @@ class FlushRealTimeService(_ServiceThread):
             self.flush_count += 1
         if mfq.flushed_where >= end and ts:
             self.checkpoint.physic_msg_timestamp = ts
+            self.checkpoint.physic_offset = end
 
     def run_once(self) -> None:
         self._wait(self.interval)
@@ -176,6 +178,7 @@ class GroupCommitService(_ServiceThread):
             self.sync_count += 1
             if mfq.flushed_where >= target and ts:
                 self.checkpoint.physic_msg_timestamp = ts
+                self.checkpoint.physic_offset = target
         flushed = mfq.flushed_where
         if dirty:
             listener = self.round_listener
@@ -234,20 +237,38 @@ class FlushConsumeQueueService(_ServiceThread):
         self.tick = tick
         self._last_thorough = time.monotonic()
         self._last_index = time.monotonic()
+        self._last_top: dict[int, int] = {}  # id(queue) -> its max offset at the last round
 
     def flush_once(self, thorough: bool) -> None:
         ts = self.cl.append_ts  # CQ units are written inline with the append: same watermark
+        end = self.cl.max_offset  # after ts: every record below it has its units written already
         least = 0 if thorough else self.least_pages
         all_flushed = True
+        # Every unit of a record below `safe` is durable: a queue left with unflushed units (fewer than
+        # least pages) holds back to the record its first unflushed unit points at (units are in CommitLog
+        # order), so the offset advances every round, not only at the thorough flush the timestamp waits for.
+        safe = end
+        idle: dict[int, int] = {}
         for cq in self.queues():
             if thorough:
                 cq.flush_all()
             else:
-                cq.flush(least)
-                if cq.mfq.flushed_where < cq.mfq.get_max_offset():
+                top = cq.mfq.get_max_offset()
+                # a queue that got nothing new since the last round flushes its remainder (below least
+                # pages it would otherwise wait for the thorough flush, holding `safe` back meanwhile)
+                cq.flush(0 if self._last_top.get(id(cq)) == top else least)
+                idle[id(cq)] = top
+                flushed = cq.mfq.flushed_where
+                if flushed < cq.mfq.get_max_offset():
                     all_flushed = False
+                    unit = cq.get_unit(flushed // CQ_STORE_UNIT_SIZE)
+                    ok = unit is not None and unit[1] != BLANK_UNIT_SIZE
+                    safe = min(safe, unit[0] if ok else 0)
+        self._last_top = idle
         if (thorough or all_flushed) and ts:
             self.checkpoint.logics_msg_timestamp = ts
+        if safe > 0:
+            self.checkpoint.logics_offset = safe
         now = time.monotonic()
         if self.index_flush is not None and (thorough or now - self._last_index >= 10):
             self._last_index = now

@@ -429,6 +429,7 @@ class MessageStore:
             self.cq_flush_service.shutdown()
         self.allocator.shutdown()
         ts = self.commit_log.append_ts
+        end = self.commit_log.max_offset
         self.commit_log.shutdown()
         for cq in list(self.consume_queue_table.values()):
             cq.shutdown()
@@ -436,6 +437,7 @@ class MessageStore:
             if ts:
                 self.checkpoint.physic_msg_timestamp = ts
                 self.checkpoint.logics_msg_timestamp = ts
+                self.checkpoint.physic_offset = self.checkpoint.logics_offset = end
             if self.index_service is not None:
                 its = self.index_service.flush()
                 if its:

@@ -150,18 +150,51 @@ def recover_commit_log(
         else:
             end = _scan(cl, start, check_crc, delay_table, on_record, start_pos)
     else:
-        min_ts = checkpoint.min_timestamp(index_enabled)
-        start = 0
-        for i in range(-1 if full_scan else len(files) - 1, -1, -1):
-            ts = _first_record_timestamp(cl, i, delay_table)
-            if ts is not None and ts <= min_ts:
-                start = i
-                break
-        log.warning("abnormal recovery: scanning CommitLog from segment %s", files[start].file_name)
-        end = _scan(cl, start, True, delay_table, on_record)
+        at = None if full_scan or index_enabled else _checkpoint_start(cl, checkpoint, delay_table)
+        # The part of that segment before the checkpoint offset gets the clean restart's lean check (CRC,
+        # queue agreement), so the newest segment is still verified whole; any doubt there sends recovery
+        # to the segment-wide scan, which re-dispatches what the queues lack and cuts where it must.
+        if at is not None and _first_bad_record(files[at[0]], at[1], True, verify) is not None:
+            at = None
+        if at is not None:
+            start, start_pos = at
+            log.warning(
+                "abnormal recovery: scanning CommitLog from offset %d (checkpoint)",
+                files[start].file_from_offset + start_pos,
+            )
+        else:
+            min_ts = checkpoint.min_timestamp(index_enabled)
+            start, start_pos = 0, 0
+            for i in range(-1 if full_scan else len(files) - 1, -1, -1):
+                ts = _first_record_timestamp(cl, i, delay_table)
+                if ts is not None and ts <= min_ts:
+                    start = i
+                    break
+            log.warning("abnormal recovery: scanning CommitLog from segment %s", files[start].file_name)
+        end = _scan(cl, start, True, delay_table, on_record, start_pos)
     # a clean log has nothing past its end; after a crash or a cut, stale bytes may follow it
     _cut(cl, end, zero_tail=abnormal or bad is not None or _nonzero_at(cl, end))
     return end
+
+
+def _checkpoint_start(cl: CommitLog, checkpoint, delay_table: list[int]) -> tuple[int, int] | None:
+    """(segment index, position) of the checkpoint's safe offset, if a valid record (or a segment's end)
+    is there; None sends recovery back to the timestamps (an old checkpoint, or one it cannot trust)."""
+    offset = checkpoint.min_offset()
+    files = cl.mfq.files
+    if offset <= 0 or not files or offset < files[0].file_from_offset:
+        return None
+    i = next((k for k, f in enumerate(files) if 0 <= offset - f.file_from_offset < f.file_size), None)
+    if i is None:
+        return None
+    mf = files[i]
+    pos = offset - mf.file_from_offset
+    r = read_dispatch_request(mf.view, pos, offset, True, delay_table, mf.file_size)
+    if isinstance(r, DispatchRequest) or r == END_OF_FILE:
+        return i, pos
+    if pos == 0 or not bytes(mf.view[pos : pos + 8]).strip(b"\0"):
+        return i, pos  # nothing was appended after the checkpoint: the scan finds the end right there
+    return None
 
 
 def _nonzero_at(cl: CommitLog, offset: int) -> bool:
