@@ -37,7 +37,6 @@ _JOIN_LIMIT = 64 * 1024
 # Requests coalesced in one loop turn leave at least every this many buffers (16 frames with a body): a peer
 # that handles pipelined requests in runs can start on the first ones while the rest are still being issued.
 _WQ_FLUSH_PARTS = 32
-_CORK_FLUSH_FRAMES = 16
 _BURST_FRAMES = 16  # pipelined requests handled per loop turn
 _BACKLOG_PAUSE = 4096  # frames waiting for their turn before the connection stops being read
 
@@ -123,7 +122,7 @@ class Dispatcher:
         # (begin, end) called around each run of pipelined requests handled in one go (up to _BURST_FRAMES
         # of one read): the broker holds its group-commit wake-ups until the end, so a SYNC_FLUSH round
         # covers the run instead of racing the appends one message at a time.
-        self.burst_hooks: tuple[Callable[[], None], Callable[[], None]] | None = None
+        self.burst_hooks: tuple[Callable[[], None], Callable[[], bool | None]] | None = None
         # Bounds what one peer can make us hold (long polls, slow handlers): beyond it, SYSTEM_BUSY.
         self.max_tasks_per_channel = max_tasks_per_channel
 
@@ -239,30 +238,32 @@ class Channel(asyncio.Protocol):
                 self._transport.resume_reading()
 
     def _handle_burst(self, commands: list[RemotingCommand]) -> None:
-        # Several frames in one read (pipelined requests): cork, so that the inline responses
-        # leave in one send syscall per _CORK_FLUSH_FRAMES requests instead of one each.
+        # Several frames in one read (pipelined requests, at most _BURST_FRAMES): cork, so that the inline
+        # responses leave in one send syscall instead of one each. The end hook runs before that send:
+        # the store writes a staged run of records there, and none may be acknowledged before it is written.
         hooks = self._dispatcher.burst_hooks
         if hooks is not None:
             hooks[0]()
         self._cork = cork = []
         dispatch = self._dispatch
         try:
-            for i, cmd in enumerate(commands, 1):
+            for cmd in commands:
                 if cmd.flag & FLAG_RESPONSE:
                     self._handle(cmd)
                 else:
                     dispatch(cmd)  # _handle's request branch, one call less per pipelined request
                 if self.closed:
                     return
-                if cork and not i % _CORK_FLUSH_FRAMES:
-                    _send(self._transport, cork)
-                    cork.clear()
         finally:
             self._cork = None
+            if hooks is not None and hooks[1]() is False:
+                # the store could not write the run: answer none of it (the peer sees the connection
+                # drop and retries) rather than acknowledge records that are not there
+                log.error("closing %s: the store failed to write a run of requests", self.remote_addr)
+                cork.clear()
+                self.close()
             if cork and not self.closed:
                 _send(self._transport, cork)
-            if hooks is not None:
-                hooks[1]()
 
     def _handle(self, cmd: RemotingCommand) -> None:
         if cmd.flag & FLAG_RESPONSE:

@@ -60,8 +60,9 @@ class RemotingServer:
     def on_channel_open(self, callback: Callable[[Channel], Any]) -> None:
         self._open_callbacks.append(callback)
 
-    def set_burst_hooks(self, begin: Callable[[], None], end: Callable[[], None]) -> None:
-        """begin() / end() around each run of pipelined requests handled together (Dispatcher.burst_hooks)."""
+    def set_burst_hooks(self, begin: Callable[[], None], end: Callable[[], bool | None]) -> None:
+        """begin() / end() around each run of pipelined requests handled together (Dispatcher.burst_hooks);
+        end() runs before the run's inline answers are sent; False from it drops them and the connection."""
         self._dispatcher.burst_hooks = (begin, end)
 
     @property

@@ -623,9 +623,13 @@ class _RecordingTransport:
 
     def __init__(self) -> None:
         self.sends: list[list[RemotingCommand]] = []
+        self.closed = False
 
     def get_extra_info(self, name: str) -> object:
         return ("127.0.0.1", 1)
+
+    def close(self) -> None:
+        self.closed = True
 
     def is_closing(self) -> bool:
         return False
@@ -662,6 +666,34 @@ def test_pipelined_requests_in_one_read_are_answered_in_chunks_in_order() -> Non
         assert [c.opaque for c in answers] == list(range(1, 43))
         assert [c.ext_fields["n"] for c in answers] == [str(i) for i in range(42)]
         assert runs == ["begin", "end"] * 3
+
+    arun(body)
+
+
+def test_a_runs_answers_leave_after_its_end_hook_and_not_at_all_when_it_fails() -> None:
+    """The store writes a staged run of records in the end hook (ASYNC_FLUSH with pwrite): no answer of the
+    run may leave before it, and when it reports failure none leaves and the connection closes."""
+
+    async def body() -> None:
+        server = _server()
+        transport = _RecordingTransport()
+        seen_at_end: list[int] = []
+        outcome = [True]
+
+        def end() -> bool:
+            seen_at_end.append(sum(len(s) for s in transport.sends))
+            return outcome[0]
+
+        server.set_burst_hooks(lambda: None, end)
+        ch = Channel(server._dispatcher)
+        ch.connection_made(transport)  # type: ignore[arg-type]
+        run = b"".join(RemotingCommand(FAST, opaque=i + 1).encode() for i in range(16))
+        ch.data_received(run)
+        assert seen_at_end == [0] and [len(s) for s in transport.sends] == [16]
+        outcome[0] = False
+        ch.data_received(run)
+        assert seen_at_end == [0, 16] and [len(s) for s in transport.sends] == [16]
+        assert transport.closed and ch.closed
 
     arun(body)
 
