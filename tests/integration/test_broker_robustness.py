@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import orjson
+import pytest
 from tests.helpers.procs import start_namesrv, start_rocketq
 from tests.integration.broker_support import (
     BROKER_BOOT,
@@ -304,9 +305,15 @@ def test_heartbeat_retry_topic_routed_before_answer(tmp_path):
         cluster.stop()
 
 
-def test_kill9_during_acknowledged_sends_loses_nothing(tmp_path):
-    """ASYNC_FLUSH: every send acknowledged before a SIGKILL is there after the restart."""
-    cluster = start_cluster(tmp_path)
+@pytest.mark.parametrize(
+    "overrides",
+    [{}, {"commitLogAsyncWritebackBytes": "65536"}],
+    ids=["store-through-mapping", "pwrite-runs-writeback-behind"],
+)
+def test_kill9_during_acknowledged_sends_loses_nothing(tmp_path, overrides):
+    """ASYNC_FLUSH: every send acknowledged before a SIGKILL is there after the restart (records stored
+    through the mapping, or written with pwrite in runs of pipelined sends with writeback behind them)."""
+    cluster = start_cluster(tmp_path, **overrides)
     try:
         addr = cluster.addr
         acked: set[bytes] = set()

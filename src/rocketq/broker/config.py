@@ -64,6 +64,8 @@ _KEYS: dict[str, tuple[type, Any]] = {
     "commitLogWarmAheadBytes": (int, 8 << 20),
     # rocketq: MB/s of appends above which the zeros pause (store/warm.py; 0: never)
     "commitLogWarmAheadMaxRate": (int, 160),
+    # rocketq: ASYNC_FLUSH writes with pwrite and starts writeback every this many bytes (store/writeback.py)
+    "commitLogAsyncWritebackBytes": (int, 0),
     "flushDelayOffsetInterval": (int, 10_000),
     "flushConsumerOffsetInterval": (int, 5000),
     # topics / groups

@@ -72,6 +72,7 @@ def store_config_of(cfg: BrokerConfig):
         warm_ahead_enable=cfg["commitLogWarmAheadEnable"],
         warm_ahead_bytes=cfg["commitLogWarmAheadBytes"],
         warm_ahead_max_rate=cfg["commitLogWarmAheadMaxRate"] * 1_000_000,
+        async_writeback_bytes=cfg["commitLogAsyncWritebackBytes"],
         broker_role=cfg["brokerRole"],
         message_delay_level=cfg["messageDelayLevel"],
         max_transfer_bytes_on_message_in_memory=cfg["maxTransferBytesOnMessageInMemory"],
@@ -159,7 +160,8 @@ class BrokerController:
         waiter = FlushWaiter(self.loop, self.cfg["syncFlushTimeout"] / 1000.0)
         if self.store.set_flush_listener(waiter.on_round):  # SYNC_FLUSH: acks wait on the loop side
             self.flush_waiter = waiter
-            # one group-commit wake-up per run of pipelined sends, not one per append
+        if self.store.stages_runs:
+            # one pwrite (and under SYNC_FLUSH one group-commit wake-up) per run of pipelined sends
             self.server.set_burst_hooks(self.store.hold_flush_wakeups, self.store.release_flush_wakeups)
         await self.loop.run_in_executor(None, self.store.start)
 

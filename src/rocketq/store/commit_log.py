@@ -60,17 +60,23 @@ class CommitLog:
         # SYNC_FLUSH writes records with pwrite() into the segment instead of storing through the mapping:
         # after a burst of stores through a mapping, every later fdatasync of the file costs 2-4x more here
         # (bench/mmap_fsync_bench.py), and fdatasync is on the acknowledgement path. Reads still go through
-        # the mapping (same page cache). ASYNC_FLUSH keeps the zero-syscall store into the mapping.
-        self._pwrite = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
-        # Each write is padded with zeros to the next page boundary: a partial write into a page that is not
-        # cached makes the kernel read the block first when it is already written on disk (as the warm-ahead
-        # zeros make it, store/warm.py); a write that covers the page to its end never needs that read.
+        # the mapping (same page cache). ASYNC_FLUSH does the same when it starts writeback behind the writer
+        # (asyncWritebackBytes, store/writeback.py): a store through the mapping faults on pages the last
+        # flush cleaned and write-protected, on the event loop; otherwise it keeps the zero-syscall store.
+        sync = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
+        self._pwrite = sync or config.async_writeback_bytes > 0
+        # SYNC_FLUSH pads each write with zeros to the next page boundary: a partial write into a page that is
+        # not cached makes the kernel read the block first when it is already written on disk (as the
+        # warm-ahead zeros make it, store/warm.py); a write that covers the page to its end never needs that
+        # read. ASYNC_FLUSH has no zeros ahead: its blocks ahead are unwritten, which reads as zeros for free.
+        self._pad = sync
         self._scratch = bytearray(self.max_message_size + OS_PAGE_SIZE) if self._pwrite else bytearray()
-        # A run of SYNC_FLUSH appends (begin_stage .. flush_stage, one run of pipelined sends): the records
+        # A run of pwrite appends (begin_stage .. flush_stage, one run of pipelined sends): the records
         # are encoded one after another into _stage and written with one pwrite at its end instead of one
         # each. wrote_position (what readers, the index thread and the group commit see) moves only then;
         # readers on the appending thread flush first (flush_stage), as does anything that rolls a segment.
         self._staging = False
+        self._stage_owner = 0  # thread id of the appender that stages; others write the run out first
         self._stage = bytearray(_STAGE_BYTES + OS_PAGE_SIZE) if self._pwrite else bytearray()
         self._stage_mf: MappedFile | None = None
         self._stage_pos = 0  # segment position of _stage[0]
@@ -91,6 +97,10 @@ class CommitLog:
     def min_offset(self) -> int:
         first = self.mfq.first()
         return first.file_from_offset if first is not None else 0
+
+    @property
+    def writes_with_pwrite(self) -> bool:
+        return self._pwrite
 
     def roll_next_file(self, offset: int) -> int:
         return offset + self.file_size - offset % self.file_size
@@ -144,6 +154,11 @@ class CommitLog:
         with self.lock:
             mf = self._tail
             staged = self._stage_len
+            staging = self._staging and threading.get_ident() == self._stage_owner
+            if staged and not staging:  # another thread's run is staged: its records go first
+                if not self._flush_stage_locked():
+                    return PutMessageStatus.UNKNOWN_ERROR
+                staged = 0
             pos = self._stage_pos + staged if staged else (mf.wrote_position if mf is not None else 0)
             if mf is None or pos + size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
                 try:
@@ -161,7 +176,7 @@ class CommitLog:
             qoff = self.topic_queue_table.get(key, 0) if consumable else 0
             phys = mf.file_from_offset + pos
             pw = self._pwrite
-            if self._staging:
+            if staging:
                 buf, at = self._stage, staged
             else:
                 buf, at = (self._scratch, 0) if pw else (mf.mm, pos)
@@ -170,14 +185,14 @@ class CommitLog:
                 born_host[1], store_ts, self.store_ip4, self.store_port, msg.reconsume_times,
                 msg.prepared_transaction_offset, crc,
             )  # fmt: skip
-            if self._staging:
+            if staging:
                 if not staged:
                     self._stage_mf = mf
                     self._stage_pos = pos
                 self._stage_len = staged + size
             elif pw:
                 end = pos + size
-                pad = min(-end % OS_PAGE_SIZE, self.file_size - end)
+                pad = min(-end % OS_PAGE_SIZE, self.file_size - end) if self._pad else 0
                 if pad:
                     buf[size : size + pad] = _ZEROS[:pad]
                 if end + pad > mf.warm_limit:
@@ -229,7 +244,7 @@ class CommitLog:
             pos = mf.wrote_position
             first_phys = mf.file_from_offset + pos
             # SYNC_FLUSH: encode the whole batch into one buffer and pwrite it once (see __init__)
-            pad = min(-(pos + total) % OS_PAGE_SIZE, self.file_size - pos - total) if self._pwrite else 0
+            pad = min(-(pos + total) % OS_PAGE_SIZE, self.file_size - pos - total) if self._pad else 0
             buf = bytearray(total + pad) if self._pwrite else mf.mm  # zero padding: see __init__
             at = 0 if self._pwrite else pos
             for (m, pb, crc, _), size in zip(items, sizes, strict=True):
@@ -258,10 +273,11 @@ class CommitLog:
                 cq_dispatch(phys, size, tags_code, q, topic, queue_id, store_ts)
         return first_phys, total, first_qoff, store_ts, phys_list
 
-    # --- staged runs (SYNC_FLUSH) ---
+    # --- staged runs (pwrite) ---
     def begin_stage(self) -> None:
-        """From now on append_one stages SYNC_FLUSH records instead of writing each (appending thread)."""
+        """From now on append_one stages this thread's records instead of writing each (pwrite only)."""
         if self._pwrite and not self.stage_failed:
+            self._stage_owner = threading.get_ident()
             self._staging = True
 
     def end_stage(self) -> bool:
@@ -284,7 +300,7 @@ class CommitLog:
         assert mf is not None
         pos = self._stage_pos
         end = pos + n
-        pad = min(-end % OS_PAGE_SIZE, self.file_size - end)  # zero padding to the page end: see __init__
+        pad = min(-end % OS_PAGE_SIZE, self.file_size - end) if self._pad else 0  # see __init__
         buf = self._stage
         if pad:
             buf[n : n + pad] = _ZEROS[:pad]

@@ -53,6 +53,10 @@ class StoreConfig:
     warm_ahead_enable: bool = True
     warm_ahead_bytes: int = 8 << 20
     warm_ahead_max_rate: int = 0  # bytes/s of appends above which warm-ahead pauses (0: never)
+    # ASYNC_FLUSH: write records with pwrite (runs of pipelined sends staged into one write) instead of
+    # storing through the mapping, and start writeback of every this-many new bytes right behind the
+    # writer (store/writeback.py); 0 keeps the store through the mapping and the interval flush only.
+    async_writeback_bytes: int = 0
 
     def __post_init__(self) -> None:
         if isinstance(self.flush_disk_type, str):

@@ -17,6 +17,7 @@ from . import mapped_file
 from .checkpoint import StoreCheckpoint
 from .commit_log import CommitLog
 from .consume_queue import BLANK_UNIT_SIZE, CQ_STORE_UNIT_SIZE
+from .writeback import WritebackBehind
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +67,11 @@ class FlushRealTimeService(_ServiceThread):
     """ASYNC_FLUSH: every flushIntervalCommitLog ms flush if >= flushCommitLogLeastPages pages are dirty;
     every flushCommitLogThoroughInterval ms flush whatever is dirty."""
 
+    # With writeback behind the writer (store/writeback.py) the thread also wakes this often to start it.
+    WRITEBACK_TICK = 0.01
+
     def __init__(self, commit_log: CommitLog, checkpoint: StoreCheckpoint, interval_ms: int, least_pages: int,
-                 thorough_ms: int) -> None:  # fmt: skip
+                 thorough_ms: int, writeback_bytes: int = 0) -> None:  # fmt: skip
         super().__init__("FlushRealTimeService")
         self.cl = commit_log
         self.checkpoint = checkpoint
@@ -75,7 +79,9 @@ class FlushRealTimeService(_ServiceThread):
         self.least_pages = least_pages
         self.thorough = thorough_ms / 1000
         self._last_thorough = time.monotonic()
+        self._last_flush = self._last_thorough
         self.flush_count = 0
+        self.writeback = WritebackBehind(commit_log.mfq, writeback_bytes) if writeback_bytes > 0 else None
 
     def flush_once(self, least_pages: int) -> None:
         ts = self.cl.append_ts  # read before the offset: every record stamped <= ts is below `end`
@@ -93,8 +99,15 @@ class FlushRealTimeService(_ServiceThread):
             self.checkpoint.physic_offset = end
 
     def run_once(self) -> None:
-        self._wait(self.interval)
-        now = time.monotonic()
+        wb = self.writeback
+        if wb is not None:
+            self._wait(min(self.interval, self.WRITEBACK_TICK))
+            wb.kick(self.cl.max_offset)
+            if time.monotonic() - self._last_flush < self.interval and not self._stop.is_set():
+                return
+        else:
+            self._wait(self.interval)
+        now = self._last_flush = time.monotonic()
         least = self.least_pages
         if now - self._last_thorough >= self.thorough:
             self._last_thorough = now

@@ -185,6 +185,7 @@ class MessageStore:
                 cfg.flush_interval_commitlog,
                 cfg.flush_commitlog_least_pages,
                 cfg.flush_commitlog_thorough_interval,
+                cfg.async_writeback_bytes,
             )
         self.cq_flush_service = FlushConsumeQueueService(
             lambda: list(self.consume_queue_table.values()),
@@ -831,13 +832,27 @@ class MessageStore:
             fs.hold()
             # the run's records are also written with one pwrite at its end (CommitLog.begin_stage)
             self.commit_log.begin_stage()
+        elif not self._sync:
+            # ASYNC_FLUSH writing with pwrite: one write for the run; the caller sends no answer before
+            # release_flush_wakeups() (an acknowledged record must be in the page cache)
+            self.commit_log.begin_stage()
 
-    def release_flush_wakeups(self) -> None:
+    def release_flush_wakeups(self) -> bool:
+        """End of the run: write its staged records; False if that failed (then nothing of the run may be
+        acknowledged, and the store refuses writes from now on)."""
+        ok = self.commit_log.end_stage()
+        if not ok:
+            self._writable = False  # the put fast path: every put takes _check (which refuses) now
         fs = self.flush_service
         if isinstance(fs, GroupCommitService):
-            if not self.commit_log.end_stage():
-                self._writable = False  # the put fast path: every put takes _check (which refuses) now
             fs.release()
+        return ok
+
+    @property
+    def stages_runs(self) -> bool:
+        """Appends go to the file with pwrite, so a run of them can be staged into one write (the broker
+        then brackets each run of pipelined requests with hold_ / release_flush_wakeups)."""
+        return self.commit_log.writes_with_pwrite
 
     def get_topic_queue_table(self) -> dict[tuple[str, int], int]:
         return dict(self.commit_log.topic_queue_table)
