@@ -93,3 +93,19 @@ def test_delay_levels():
     assert parse_delay_levels("1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h")[-1] == 7_200_000
     with pytest.raises(ValueError):
         parse_delay_levels("")
+
+
+def test_store_flush_keys_reach_the_store_config(tmp_path):
+    from rocketq.broker.controller import store_config_of
+
+    conf = tmp_path / "broker.conf"
+    conf.write_text(
+        f"storePathRootDir={tmp_path}/store\nflushIntervalConsumeQueue=3000\nflushConsumeQueueLeastPages=5\n"
+        "flushConsumeQueueThoroughInterval=90000\ncommitLogAsyncWritebackBytes=1048576\n"
+    )
+    sc = store_config_of(load_config(str(conf)))
+    assert (sc.flush_interval_consume_queue, sc.flush_consume_queue_least_pages) == (3000, 5)
+    assert sc.flush_consume_queue_thorough_interval == 90000
+    assert sc.async_writeback_bytes == 1048576
+    defaults = store_config_of(load_config(None))
+    assert (defaults.flush_interval_consume_queue, defaults.async_writeback_bytes) == (1000, 0)
