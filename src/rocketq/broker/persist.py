@@ -102,6 +102,12 @@ class ConfigFile:
     async def persist(self, obj: Any) -> None:
         await asyncio.wrap_future(self.persist_async(obj))
 
+    async def written(self) -> None:
+        """Wait for the newest persist_async to be on disk (the writes run in order on one thread, so it
+        holds every earlier snapshot too); raises what it raised."""
+        if self._inflight is not None:
+            await asyncio.wrap_future(self._inflight)
+
     def persist_sync(self, obj: Any) -> None:
         if self._inflight is not None:
             try:

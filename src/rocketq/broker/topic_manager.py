@@ -94,6 +94,10 @@ class TopicConfigManager:
     def persist_sync(self) -> None:
         self._file.persist_sync(self.snapshot())
 
+    async def written(self) -> None:
+        """Wait until every change so far is in config/topics.json."""
+        await self._file.written()
+
     # -- queries -----------------------------------------------------------------------------
     def get(self, topic: str) -> TopicConfig | None:
         return self.table.get(topic)

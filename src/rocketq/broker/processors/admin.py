@@ -105,6 +105,11 @@ class AdminProcessor:
         return self._registered(request)
 
     async def _registered(self, request: RemotingCommand) -> RemotingCommand:
+        # answered once the change is in topics.json (RocketMQ persists the topic table before it answers)
+        try:
+            await self.ctl.topics.written()
+        except OSError as e:
+            return request.response(ResponseCode.SYSTEM_ERROR, f"topic config not persisted: {e}")
         await self.ctl.register_now()
         return request.response(ResponseCode.SUCCESS)
 
