@@ -180,15 +180,11 @@ class IndexFile:
                 self._mm = mmap.mmap(fd, self.file_size)
             except BaseException:
                 os.close(fd)
-                fd = -1
                 try:
                     os.remove(path)
                 except FileNotFoundError:
                     pass
                 raise
-            finally:
-                if fd >= 0:
-                    os.close(fd)
             if faultfs.ACTIVE is not None:
                 faultfs.ACTIVE.on_create(path, self.file_size)
             # a new file continues where the previous one ended, so time/offset range checks stay meaningful
@@ -206,8 +202,9 @@ class IndexFile:
             fd = os.open(path, os.O_RDWR)
             try:
                 self._mm = mmap.mmap(fd, self.file_size)
-            finally:
+            except BaseException:
                 os.close(fd)
+                raise
             (
                 self.begin_timestamp,
                 self.end_timestamp,
@@ -217,6 +214,10 @@ class IndexFile:
                 self.index_count,
             ) = _HEADER.unpack_from(self._mm, 0)
         self._flushed_count = self.index_count if not create else 0
+        # kept open for flush(): fdatasync writes the mapping's dirty pages back as msync would, but
+        # releases the GIL meanwhile (mmap.flush() holds it for the whole msync: tens of ms of a stalled
+        # event loop for a file with scattered dirty slots)
+        self._fd = fd
 
     @property
     def name(self) -> str:
@@ -352,9 +353,10 @@ class IndexFile:
 
     # ---------------------------------------------------------------- maintenance
     def flush(self) -> None:
-        if self._flushed_count == self.index_count:
+        fd = self._fd
+        if self._flushed_count == self.index_count or fd < 0:  # nothing new, or closed (deleted) meanwhile
             return
-        self._mm.flush()
+        os.fdatasync(fd)
         if faultfs.ACTIVE is not None:
             faultfs.ACTIVE.on_flush(self.path, 0, self.file_size)
         self._flushed_count = self.index_count
@@ -488,6 +490,9 @@ class IndexFile:
     def close(self) -> None:
         if not self._mm.closed:
             self._mm.close()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
     def destroy(self) -> None:
         self.close()
