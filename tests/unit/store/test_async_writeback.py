@@ -11,7 +11,7 @@ import os
 import threading
 
 from store_helpers import msg, open_store
-from test_commit_log_pwrite import _appends, _Clock, _files, _read_all
+from test_commit_log_pwrite import _appends, _Clock, _read_all, assert_same_store_files
 
 from rocketq.protocol.record import decode_record
 from rocketq.store import commit_log as commit_log_module
@@ -82,11 +82,7 @@ def test_staged_runs_write_what_the_mapping_writes(tmp_path, monkeypatch):
         if mode == "mapping":
             assert calls == []
     assert 0 < len(calls) < sum(k for k, _ in runs) // 3
-    for sub in ("commitlog", "consumequeue"):
-        a, b = _files(roots["mapping"], sub), _files(roots["staged"], sub)
-        assert a.keys() == b.keys() and len(a) >= 2
-        for name in a:
-            assert a[name] == b[name], f"{sub}/{name} differs"
+    assert_same_store_files(roots["mapping"], roots["staged"])
 
 
 def test_another_threads_append_writes_the_staged_run_first(tmp_path):

@@ -92,11 +92,15 @@ def test_failed_write_acknowledges_nothing_and_leaves_no_gap(tmp_path, monkeypat
         s.shutdown()
 
 
+_CLOCK_START = (time.time_ns() // 10**9) * 10**9  # near now: retention must not see old files
+
+
 class _Clock:
-    """Deterministic store timestamps, so two stores given the same appends write the same bytes."""
+    """Deterministic store timestamps, so two stores given the same appends write the same bytes (every
+    instance starts at the same instant: one taken per instance would differ when a second ends between)."""
 
     def __init__(self) -> None:
-        self.t = (time.time_ns() // 10**9) * 10**9  # near now: retention must not see old files
+        self.t = _CLOCK_START
 
     def time_ns(self) -> int:
         self.t += 1_000_000
@@ -112,6 +116,15 @@ def _files(root, sub: str) -> dict[str, bytes]:
             with open(p, "rb") as f:
                 out[os.path.relpath(p, base)] = f.read()
     return out
+
+
+def assert_same_store_files(root_a, root_b) -> None:
+    """The two stores' CommitLog and ConsumeQueue files are byte for byte the same (at least 2 each)."""
+    for sub in ("commitlog", "consumequeue"):
+        a, b = _files(root_a, sub), _files(root_b, sub)
+        assert a.keys() == b.keys() and len(a) >= 2
+        for name in a:
+            assert a[name] == b[name], f"{sub}/{name} differs"
 
 
 def _appends(seed: int) -> list[tuple[int, list]]:
@@ -177,11 +190,7 @@ def test_staged_runs_write_the_same_files_with_one_write_per_run(tmp_path, monke
             s.shutdown()
     n = sum(k for k, _ in runs)
     assert calls["single"] >= n and calls["staged"] < calls["single"] // 3
-    for sub in ("commitlog", "consumequeue"):
-        a, b = _files(roots["single"], sub), _files(roots["staged"], sub)
-        assert a.keys() == b.keys() and len(a) >= 2
-        for name in a:
-            assert a[name] == b[name], f"{sub}/{name} differs"
+    assert_same_store_files(roots["single"], roots["staged"])
 
 
 def test_a_read_during_a_run_writes_the_run_first(tmp_path):
