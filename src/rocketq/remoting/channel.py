@@ -120,7 +120,8 @@ class Dispatcher:
         self.rpc_hook = rpc_hook
         self.on_close: list[Callable[[Channel], Any]] = []
         # (begin, end) called around each run of pipelined requests handled in one go (up to _BURST_FRAMES
-        # of one read): the broker holds its group-commit wake-ups until the end, so a SYNC_FLUSH round
+        # of one read): the broker stages the run's records into one write made in end(), before any of
+        # the run's answers leaves, and holds its group-commit wake-ups until then, so a SYNC_FLUSH round
         # covers the run instead of racing the appends one message at a time.
         self.burst_hooks: tuple[Callable[[], None], Callable[[], bool | None]] | None = None
         # Bounds what one peer can make us hold (long polls, slow handlers): beyond it, SYSTEM_BUSY.

@@ -60,9 +60,9 @@ class CommitLog:
         # SYNC_FLUSH writes records with pwrite() into the segment instead of storing through the mapping:
         # after a burst of stores through a mapping, every later fdatasync of the file costs 2-4x more here
         # (bench/mmap_fsync_bench.py), and fdatasync is on the acknowledgement path. Reads still go through
-        # the mapping (same page cache). ASYNC_FLUSH does the same when it starts writeback behind the writer
-        # (asyncWritebackBytes, store/writeback.py): a store through the mapping faults on pages the last
-        # flush cleaned and write-protected, on the event loop; otherwise it keeps the zero-syscall store.
+        # the mapping (same page cache). ASYNC_FLUSH keeps the zero-syscall store into the mapping unless
+        # commitLogAsyncWritebackBytes asks for pwrite with writeback behind the writer (store/writeback.py;
+        # a store through the mapping can fault on the event loop on pages a flush write-protected again).
         sync = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
         self._pwrite = sync or config.async_writeback_bytes > 0
         # SYNC_FLUSH pads each write with zeros to the next page boundary: a partial write into a page that is
