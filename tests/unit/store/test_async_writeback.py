@@ -10,8 +10,7 @@ import itertools
 import os
 import threading
 
-from store_helpers import msg, open_store
-from test_commit_log_pwrite import _appends, _Clock, _read_all, assert_same_store_files
+from store_helpers import StoreClock, assert_same_store_files, msg, open_store, random_append_runs, read_all
 
 from rocketq.protocol.record import decode_record
 from rocketq.store import commit_log as commit_log_module
@@ -47,7 +46,7 @@ def test_records_are_written_with_pwrite_unpadded_and_survive_restart(tmp_path, 
         r2 = s.put_messages("T", 0, [msg(body=f"b{i}".encode()) for i in range(3)])
         assert r1.ok and r2.ok
         assert calls == [r1.wrote_bytes, r2.wrote_bytes]  # one write each, no zero padding (no warm zeros)
-        assert [bytes(m.body) for m in _read_all(s, "T", 0)] == [b"one", b"b0", b"b1", b"b2"]
+        assert [bytes(m.body) for m in read_all(s, "T", 0)] == [b"one", b"b0", b"b1", b"b2"]
         seg = os.path.join(str(tmp_path), "commitlog", f"{0:020d}")
         with open(seg, "rb") as f:  # in the file itself, right away (no flush has run)
             f.seek(r1.wrote_offset)
@@ -56,7 +55,7 @@ def test_records_are_written_with_pwrite_unpadded_and_survive_restart(tmp_path, 
         s.shutdown()
     s = open_store(tmp_path, async_writeback_bytes=WB)
     try:
-        assert [bytes(m.body) for m in _read_all(s, "T", 0)] == [b"one", b"b0", b"b1", b"b2"]
+        assert [bytes(m.body) for m in read_all(s, "T", 0)] == [b"one", b"b0", b"b1", b"b2"]
     finally:
         s.shutdown()
 
@@ -65,10 +64,10 @@ def test_staged_runs_write_what_the_mapping_writes(tmp_path, monkeypatch):
     """The same appends, once stored through the mapping (asyncWritebackBytes=0) and once staged in runs and
     written with pwrite: identical CommitLog and ConsumeQueue files across segment rolls, far fewer writes."""
     calls = _counting_pwrite(monkeypatch)
-    runs = _appends(11)
+    runs = random_append_runs(11)
     roots = {}
     for mode in ("mapping", "staged"):
-        monkeypatch.setattr(commit_log_module, "time", _Clock())
+        monkeypatch.setattr(commit_log_module, "time", StoreClock())
         root = roots[mode] = tmp_path / mode
         s = open_store(root, async_writeback_bytes=0 if mode == "mapping" else WB)
         try:

@@ -8,19 +8,11 @@ import os
 import threading
 import time
 
-from store_helpers import msg, open_store
+from store_helpers import StoreClock, assert_same_store_files, msg, open_store, random_append_runs, read_all
 
 from rocketq.protocol.record import decode_record
 from rocketq.store import FlushDiskType, PutMessageStatus
 from rocketq.store import commit_log as commit_log_module
-
-
-def _read_all(s, topic: str, queue_id: int) -> list:
-    g = s.get_message("g", topic, queue_id, 0, 64, None)
-    try:
-        return [decode_record(b, verify_crc=True) for b in g.buffers]
-    finally:
-        g.release()
 
 
 def test_sync_flush_records_are_written_with_pwrite_and_read_back(tmp_path, monkeypatch):
@@ -40,7 +32,7 @@ def test_sync_flush_records_are_written_with_pwrite_and_read_back(tmp_path, monk
         assert r1.ok and r2.ok
         # one write per message, one per batch, each padded with zeros to the end of its last page
         assert calls == [r.wrote_bytes + -(r.wrote_offset + r.wrote_bytes) % 4096 for r in (r1, r2)]
-        ms = _read_all(s, "T", 0)
+        ms = read_all(s, "T", 0)
         assert [bytes(m.body) for m in ms] == [b"one", b"b0", b"b1", b"b2"]
         assert [m.queue_offset for m in ms] == [0, 1, 2, 3]
         # the bytes are in the file itself, not only in a mapping
@@ -52,7 +44,7 @@ def test_sync_flush_records_are_written_with_pwrite_and_read_back(tmp_path, monk
         s.shutdown()
     s = open_store(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)  # recovery sees the same records
     try:
-        assert [bytes(m.body) for m in _read_all(s, "T", 0)] == [b"one", b"b0", b"b1", b"b2"]
+        assert [bytes(m.body) for m in read_all(s, "T", 0)] == [b"one", b"b0", b"b1", b"b2"]
     finally:
         s.shutdown()
 
@@ -86,66 +78,17 @@ def test_failed_write_acknowledges_nothing_and_leaves_no_gap(tmp_path, monkeypat
         monkeypatch.setattr(commit_log_module.os, "pwrite", real)
         after = s.put_message(msg(body=b"after"))
         assert after.ok and after.queue_offset == 1
-        ms = _read_all(s, "T", 0)
+        ms = read_all(s, "T", 0)
         assert [(m.queue_offset, bytes(m.body)) for m in ms] == [(0, b"before"), (1, b"after")]
     finally:
         s.shutdown()
-
-
-_CLOCK_START = (time.time_ns() // 10**9) * 10**9  # near now: retention must not see old files
-
-
-class _Clock:
-    """Deterministic store timestamps, so two stores given the same appends write the same bytes (every
-    instance starts at the same instant: one taken per instance would differ when a second ends between)."""
-
-    def __init__(self) -> None:
-        self.t = _CLOCK_START
-
-    def time_ns(self) -> int:
-        self.t += 1_000_000
-        return self.t
-
-
-def _files(root, sub: str) -> dict[str, bytes]:
-    out = {}
-    base = os.path.join(str(root), sub)
-    for dirpath, _, names in os.walk(base):
-        for n in names:
-            p = os.path.join(dirpath, n)
-            with open(p, "rb") as f:
-                out[os.path.relpath(p, base)] = f.read()
-    return out
-
-
-def assert_same_store_files(root_a, root_b) -> None:
-    """The two stores' CommitLog and ConsumeQueue files are byte for byte the same (at least 2 each)."""
-    for sub in ("commitlog", "consumequeue"):
-        a, b = _files(root_a, sub), _files(root_b, sub)
-        assert a.keys() == b.keys() and len(a) >= 2
-        for name in a:
-            assert a[name] == b[name], f"{sub}/{name} differs"
-
-
-def _appends(seed: int) -> list[tuple[int, list]]:
-    """(run length, messages) runs: sizes up to ~5 KiB in 64 KiB segments, so runs cross segment ends."""
-    import random
-
-    rnd = random.Random(seed)
-    runs = []
-    for _ in range(40):
-        k = rnd.choice((1, 1, 2, 5, 16, 30))
-        runs.append(
-            (k, [(rnd.randrange(3), rnd.randbytes(rnd.choice((10, 300, 1024, 5000)))) for _ in range(k)])
-        )
-    return runs
 
 
 def test_staged_runs_write_the_same_files_with_one_write_per_run(tmp_path, monkeypatch):
     """Runs of appends held by the broker (hold_flush_wakeups .. release) are staged and written with one
     pwrite per run: the CommitLog and ConsumeQueue files end up byte for byte what one write per append
     gives, across segment rolls, and every record reads back."""
-    monkeypatch.setattr(commit_log_module, "time", _Clock())
+    monkeypatch.setattr(commit_log_module, "time", StoreClock())
     calls = {"single": 0, "staged": 0}
     real = os.pwrite
     mode = ["single"]
@@ -156,11 +99,11 @@ def test_staged_runs_write_the_same_files_with_one_write_per_run(tmp_path, monke
         return real(fd, data, pos)
 
     monkeypatch.setattr(commit_log_module.os, "pwrite", counting)
-    runs = _appends(7)
+    runs = random_append_runs(7)
     roots = {}
     for m in ("single", "staged"):
         mode[0] = m
-        monkeypatch.setattr(commit_log_module, "time", _Clock())
+        monkeypatch.setattr(commit_log_module, "time", StoreClock())
         root = roots[m] = tmp_path / m
         s = open_store(root, flush_disk_type=FlushDiskType.SYNC_FLUSH, warm_ahead_enable=False)
         s.set_flush_listener(lambda flushed: None)
@@ -200,7 +143,7 @@ def test_a_read_during_a_run_writes_the_run_first(tmp_path):
         s.hold_flush_wakeups()
         rs = [s.put_message(msg(body=f"m{i}".encode())) for i in range(3)]
         assert s.commit_log.max_offset == rs[0].wrote_offset  # staged: not visible yet
-        assert [bytes(m.body) for m in _read_all(s, "T", 0)] == [b"m0", b"m1", b"m2"]
+        assert [bytes(m.body) for m in read_all(s, "T", 0)] == [b"m0", b"m1", b"m2"]
         assert s.commit_log.max_offset == rs[-1].wrote_offset + rs[-1].wrote_bytes
         s.release_flush_wakeups()
     finally:
