@@ -1,12 +1,12 @@
-"""Writeback behind the writer (ASYNC_FLUSH with asyncWritebackBytes > 0).
+"""Writeback behind the writer (ASYNC_FLUSH with commitLogAsyncWritebackBytes > 0; off by default).
 
 Why: under ASYNC_FLUSH an acknowledged record only has to reach the page cache, but pages the kernel does not
-write back until the periodic flush pile up (a 64 KiB burst fills GBs before the dirty limit throttles the
-writer, then stalls it for seconds), and the periodic fdatasync then writes hundreds of MB at once. Starting
-writeback of every ``step`` new bytes right behind the writer (sync_file_range(SYNC_FILE_RANGE_WRITE), as
-RocksDB's bytes_per_sync and Kafka's OS writeback do) keeps the device busy from the first byte and leaves the
-periodic fdatasync little to do. The call only queues I/O; it never waits for it, and ctypes releases the GIL
-around it.
+write back before the periodic flush pile up (a 64 KiB burst written with pwrite filled GBs before the dirty
+limit throttled the writer, then stalled it for seconds), and the periodic fdatasync then writes hundreds of
+MB at once. Starting writeback of every ``step`` new bytes right behind the writer (sync_file_range with
+SYNC_FILE_RANGE_WRITE, as RocksDB's bytes_per_sync does) puts the device to work from the first byte. The call
+only queues I/O, never waits for it, and ctypes releases the GIL around it. What it changed on the reference
+machine, and why it is not the default: bench/peers/NOTES.md, item 7.
 """
 
 from __future__ import annotations
@@ -57,7 +57,6 @@ class WritebackBehind:
         self.mfq = mfq
         self.step = max(OS_PAGE_SIZE, step)
         self.started = -1  # log offset up to which writeback was started; -1: not yet known
-        self.calls = 0
         self.supported = _sync_file_range is not None
 
     def kick(self, written: int) -> None:
@@ -82,5 +81,4 @@ class WritebackBehind:
                 return
             if err:  # a segment deleted meanwhile (EBADF) or an I/O error the next fdatasync reports
                 log.debug("sync_file_range on %s: %s", mf.path, os.strerror(err))
-            self.calls += 1
             self.started = seg_end
