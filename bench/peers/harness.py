@@ -36,6 +36,7 @@ SYSTEM_MODULES = {
     "redis": "sys_redis",
     "rabbitmq": "sys_rabbitmq",
     "nats": "sys_nats",
+    "beanstalkd": "sys_beanstalkd",
 }
 SERVER_CPU, CLIENT_CPU = 1, 0
 
@@ -62,7 +63,7 @@ class Plan:
     reps: int = 3
     dd_mib: int = 512
     limit_seconds: float = 1.0
-    systems: list[str] = field(default_factory=lambda: ["rocketq", "redis", "rabbitmq", "nats"])
+    systems: list[str] = field(default_factory=lambda: ["rocketq", "redis", "rabbitmq", "nats", "beanstalkd"])
     tiers: list[str] = field(default_factory=lambda: ["A", "B"])
     drop_caches: bool = True
     profile_seconds: float = 5.0  # py-spy on the rocketq broker after the repetitions (0: no profile)
@@ -668,6 +669,7 @@ def machine_facts() -> dict[str, Any]:
         "rabbitmq-server": ["dpkg-query", "-W", "-f=${Version}", "rabbitmq-server"],
         "erlang": ["dpkg-query", "-W", "-f=${Version}", "erlang-base"],
         "nats-server": [os.path.join(os.path.dirname(sys.executable), "nats-server"), "--version"],
+        "beanstalkd": ["beanstalkd", "-v"],
     }.items():
         with contextlib.suppress(Exception):
             versions[name] = subprocess.run(cmd, capture_output=True, timeout=10).stdout.decode().strip()[:80]
@@ -740,7 +742,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="markdown file whose '## Peers' section is (re)written")
     ap.add_argument("--json", default=None, help="write the raw results here")
     ap.add_argument("--from-json", default=None, help="only render --out from earlier raw results")
-    ap.add_argument("--systems", default=None, help="comma list (rocketq,redis,rabbitmq,nats)")
+    ap.add_argument("--systems", default=None, help="comma list (rocketq,redis,rabbitmq,nats,beanstalkd)")
     ap.add_argument("--tiers", default=None, help="comma list (A,B)")
     ap.add_argument("--sizes", default=None, help="comma list of message sizes")
     ap.add_argument("--seconds", type=float, default=None, help="length of each measured phase")

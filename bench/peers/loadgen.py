@@ -30,6 +30,7 @@ SYSTEMS = {
     "redis": "sys_redis",
     "rabbitmq": "sys_rabbitmq",
     "nats": "sys_nats",
+    "beanstalkd": "sys_beanstalkd",
     "null": "sys_null",
 }
 

@@ -9,13 +9,19 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-SYSTEMS = ["rocketq", "redis", "rabbitmq", "nats"]
-LABEL = {"rocketq": "rocketq", "redis": "Redis Streams", "rabbitmq": "RabbitMQ", "nats": "NATS JetStream"}
+SYSTEMS = ["rocketq", "redis", "rabbitmq", "nats", "beanstalkd"]
+LABEL = {
+    "rocketq": "rocketq",
+    "redis": "Redis Streams",
+    "rabbitmq": "RabbitMQ",
+    "nats": "NATS JetStream",
+    "beanstalkd": "beanstalkd",
+}
 TIER_TEXT = {
     "A": "tier A (acknowledged after fsync): rocketq SYNC_FLUSH, Redis appendfsync always, RabbitMQ durable queue + "
-    "persistent + publisher confirms, NATS sync_interval always",
+    "persistent + publisher confirms, NATS sync_interval always, beanstalkd -f0",
     "B": "tier B (acknowledged from the page cache, bounded fsync window): rocketq ASYNC_FLUSH, Redis appendfsync "
-    "everysec, NATS sync_interval 1s (RabbitMQ has no tier B)",
+    "everysec, NATS sync_interval 1s, beanstalkd -f 1000 (RabbitMQ has no tier B)",
 }
 
 
@@ -258,7 +264,9 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
         + ". Clients: rocketq.aio (PushConsumer: pullBatchSize and consumeMessageBatchMaxSize 256, the broker "
         "set to allow 256 messages / 1 MiB per pull — RocketMQ's defaults are 32 / 256 KiB), redis-py + "
         "hiredis (XADD / XREAD COUNT 512), aio-pika (confirms; consumer prefetch 256, ack every 32nd multiple=True), nats-py "
-        "(js.publish; durable pull consumer, fetch 256, AckPolicy.ALL on the last of each batch)."
+        "(js.publish; durable pull consumer, fetch 256, AckPolicy.ALL on the last of each batch), beanstalkd through "
+        "an asyncio client of its text protocol in bench/peers/sys_beanstalkd.py (greenstalk, the spec's client, "
+        "blocks; pipelined put, up to 256 pipelined reserves per round, deleted after the listener ran)."
     )
     L.append("")
     L.append(
@@ -697,7 +705,13 @@ def plot(ag: Agg, plan: dict[str, Any], img_dir: str) -> list[str]:
     os.makedirs(img_dir, exist_ok=True)
     tiers = [t for t in plan["tiers"] if ag.keys(t)]
     sizes, windows = plan["sizes"], plan["windows"]
-    colors = {"rocketq": "#d62728", "redis": "#1f77b4", "rabbitmq": "#ff7f0e", "nats": "#2ca02c"}
+    colors = {
+        "rocketq": "#d62728",
+        "redis": "#1f77b4",
+        "rabbitmq": "#ff7f0e",
+        "nats": "#2ca02c",
+        "beanstalkd": "#9467bd",
+    }
     out = []
     # throughput: rows = tiers, cols = windows; grouped bars per size, log scale, min–max whiskers
     fig, axes = plt.subplots(

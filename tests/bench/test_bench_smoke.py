@@ -1,5 +1,6 @@
-"""`rocketq bench peers --smoke`: every system (rocketq, Redis Streams, RabbitMQ, NATS JetStream) is installed
-by the harness's own installer, started on 127.0.0.1 and produces numbers. Never a pass/fail on speed."""
+"""`rocketq bench peers --smoke`: every system (rocketq, Redis Streams, RabbitMQ, NATS JetStream, beanstalkd)
+is installed by the harness's own installer, started on 127.0.0.1 and produces numbers. Never a pass/fail on
+speed."""
 
 from __future__ import annotations
 
@@ -69,7 +70,7 @@ def test_smoke_every_system_produces_numbers(tmp_path: Path) -> None:
             "--out",
             str(doc),
             "--systems",
-            ",".join(s for s in ("rocketq", "redis", "rabbitmq", "nats") if s not in skipped),
+            ",".join(s for s in ("rocketq", "redis", "rabbitmq", "nats", "beanstalkd") if s not in skipped),
         ],
         cwd=ROOT,
         env=env,
@@ -92,6 +93,8 @@ def test_smoke_every_system_produces_numbers(tmp_path: Path) -> None:
         ("rabbitmq", "A"),
         ("nats", "A"),
         ("nats", "B"),
+        ("beanstalkd", "A"),
+        ("beanstalkd", "B"),
     }
     expected = {k for k in expected if k[0] not in skipped}
     assert expected <= seen, (expected - seen, skipped)
