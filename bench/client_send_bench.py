@@ -18,25 +18,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench.peers
 
+from bench.inproc import ab_rounds, bench_main, bench_parser, standalone
 from bench.send_path_bench import FakeTransport  # the no-op rest of a transport
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class AnsweringTransport(FakeTransport):
@@ -73,107 +64,56 @@ class AnsweringTransport(FakeTransport):
         self._answer(b"".join(bytes(p) for p in parts))
 
 
-async def wait_port(port: int) -> None:
-    for _ in range(150):
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        except OSError:
-            await asyncio.sleep(0.1)
-    raise RuntimeError("broker did not start")
-
-
 async def run_bench(a: argparse.Namespace) -> dict[str, float]:
     from bench.peers.sys_rocketq import RocketqClient
 
     from rocketq.aio import Message, Producer
 
-    with tempfile.TemporaryDirectory(prefix="rq-client-send-") as root:
-        ns, bp = free_port(), free_port()
-        conf = os.path.join(root, "broker.conf")
-        with open(conf, "w") as f:
-            f.write("brokerName=broker-a\nflushDiskType=ASYNC_FLUSH\nautoCreateTopicEnable=false\n")
-        home = os.path.join(root, "home")
-        cmd = [sys.executable, "-m", "rocketq.cli", "standalone", "--home", home, "--namesrv-port", str(ns),
-               "--broker-port", str(bp), "-c", conf, "--log-level", "WARNING"]  # fmt: skip
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            await wait_port(bp)
-            topic = "ClientSendBench"
-            await RocketqClient({"namesrv": f"127.0.0.1:{ns}"}).prepare(topic)  # 4 queues, route known
-            p = Producer(
-                "client_send_bench", namesrv=f"127.0.0.1:{ns}", compress_msg_body_over_howmuch=1 << 30
-            )
-            await p.start()
-            body = os.urandom(a.size)
-            for _ in range(200):  # real round trips first: routes, connection
-                await p.send(Message(topic, body))
-            loop = asyncio.get_running_loop()
-            for ch in p.instance.remoting._channels.values():
-                ch._transport = AnsweringTransport(ch, loop)
-            mq = (await p.fetch_publish_message_queues(topic))[0]
-            calls = {
-                "send": lambda: p.send(Message(topic, body)),
-                "_send_default": lambda: p._send_default(Message(topic, body), topic, 3, 3.0),
-                "_send_to_queue": lambda: p._send_to_queue(Message(topic, body), mq, 3.0),
-            }
-            out: dict[str, float] = {}
-            for name, call in calls.items():
-                per_run = []
-                for run in range(a.runs + 1):  # the first run warms up
-                    AnsweringTransport.spent = 0.0
-                    c0 = time.thread_time()
-                    for _ in range(a.n):
-                        await call()
-                    if run:
-                        per_run.append((time.thread_time() - c0 - AnsweringTransport.spent) / a.n * 1e6)
-                out[name] = statistics.median(per_run)
-            return out
-        finally:
-            proc.terminate()
-            proc.wait()
+    async with standalone("rq-client-send-") as namesrv:
+        topic = "ClientSendBench"
+        await RocketqClient({"namesrv": namesrv}).prepare(topic)  # 4 queues, route known
+        p = Producer("client_send_bench", namesrv=namesrv, compress_msg_body_over_howmuch=1 << 30)
+        await p.start()
+        body = os.urandom(a.size)
+        for _ in range(200):  # real round trips first: routes, connection
+            await p.send(Message(topic, body))
+        loop = asyncio.get_running_loop()
+        for ch in p.instance.remoting._channels.values():
+            ch._transport = AnsweringTransport(ch, loop)
+        mq = (await p.fetch_publish_message_queues(topic))[0]
+        calls = {
+            "send": lambda: p.send(Message(topic, body)),
+            "_send_default": lambda: p._send_default(Message(topic, body), topic, 3, 3.0),
+            "_send_to_queue": lambda: p._send_to_queue(Message(topic, body), mq, 3.0),
+        }
+        out: dict[str, float] = {}
+        for name, call in calls.items():
+            per_run = []
+            for rnd in range(a.runs + 1):  # the first run warms up
+                AnsweringTransport.spent = 0.0
+                c0 = time.thread_time()
+                for _ in range(a.n):
+                    await call()
+                if rnd:
+                    per_run.append((time.thread_time() - c0 - AnsweringTransport.spent) / a.n * 1e6)
+            out[name] = statistics.median(per_run)
+        return out
 
 
 def run_ab(a: argparse.Namespace) -> None:
-    pooled: dict[str, list[dict[str, float]]] = {t: [] for t in a.ab}
-    for rnd in range(a.rounds):
-        for tree in a.ab if rnd % 2 == 0 else a.ab[::-1]:
-            env = dict(os.environ, PYTHONPATH=f"{tree}/src")
-            cmd = [sys.executable, os.path.abspath(__file__), "--json", "--n", str(a.n),
-                   "--runs", str(a.runs), "--size", str(a.size)]  # fmt: skip
-            r = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-            if r.returncode:
-                sys.exit(f"{tree} failed:\n{r.stdout}\n{r.stderr}")
-            res = json.loads(r.stdout.strip().splitlines()[-1])
-            pooled[tree].append(res)
-            print(f"round {rnd} {tree}: " + "  ".join(f"{k} {v:.2f}" for k, v in res.items()), flush=True)
-    for tree, runs in pooled.items():
+    args = ["--n", str(a.n), "--runs", str(a.runs), "--size", str(a.size)]
+    for tree, runs in ab_rounds(__file__, a.ab, a.rounds, args).items():
         print(tree + ": " + "  ".join(f"{k} {statistics.median(r[k] for r in runs):.2f} µs" for k in runs[0]))
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--n", type=int, default=20000, help="calls per run")
-    p.add_argument("--runs", type=int, default=5, help="measured runs per call (after one warm-up run)")
-    p.add_argument("--size", type=int, default=128, help="body bytes")
-    p.add_argument("--json", action="store_true", help="print the result as JSON (for --ab)")
-    p.add_argument("--ab", nargs=2, metavar="TREE", help="compare two source trees, interleaved")
-    p.add_argument("--rounds", type=int, default=3, help="--ab: child processes per tree")
-    a = p.parse_args()
-    if a.ab:
-        run_ab(a)
-        return
-    try:
-        import uvloop
+def show(res: dict[str, float]) -> None:
+    for k, v in res.items():
+        print(f"{k:15s} {v:6.2f} µs of client CPU per call")
 
-        res = uvloop.run(run_bench(a))
-    except ImportError:
-        res = asyncio.run(run_bench(a))
-    if a.json:
-        print(json.dumps(res))
-    else:
-        for k, v in res.items():
-            print(f"{k:15s} {v:6.2f} µs of client CPU per call")
+
+def main() -> None:
+    a = bench_parser(__doc__, 20000, "calls per run").parse_args()
+    bench_main(a, run_bench, run_ab, show)
 
 
 if __name__ == "__main__":

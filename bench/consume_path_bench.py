@@ -5,7 +5,7 @@
 
 Starts `rocketq standalone` (ASYNC_FLUSH) so that a rocketq.aio.PushConsumer can start, learn its route and
 rebalance a 4-queue topic, then swaps the consumer's connection transport for one that answers every
-PULL_MESSAGE at once with FOUND and --batch stored records (1 KiB-class property string like a producer's:
+PULL_MESSAGE at once with FOUND and --batch stored records (with a property string like a producer's:
 UNIQ_KEY, WAIT) whose queue offsets continue where the pull asked; other requests (heartbeats, offset
 commits) still go to the broker. So what is measured per message is the consumer's Python from one pull to
 the next: building the pull request, the answer's frame and header, the records' decoding, the process
@@ -20,19 +20,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import struct
-import subprocess
 import sys
-import tempfile
 import time
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench.peers
 
-from bench.client_send_bench import free_port, wait_port
+from bench.inproc import ab_rounds, bench_main, bench_parser, standalone
 from bench.send_path_bench import FakeTransport
 
 _QUEUE_OFFSET = struct.Struct(">q")
@@ -107,111 +104,70 @@ async def run_bench(a: argparse.Namespace) -> dict[str, float]:
 
     from rocketq.aio import ConsumeFromWhere, ConsumeResult, Message, Producer, PushConsumer
 
-    with tempfile.TemporaryDirectory(prefix="rq-consume-path-") as root:
-        ns, bp = free_port(), free_port()
-        conf = os.path.join(root, "broker.conf")
-        with open(conf, "w") as f:
-            f.write("brokerName=broker-a\nflushDiskType=ASYNC_FLUSH\nautoCreateTopicEnable=false\n")
-        home = os.path.join(root, "home")
-        cmd = [sys.executable, "-m", "rocketq.cli", "standalone", "--home", home, "--namesrv-port", str(ns),
-               "--broker-port", str(bp), "-c", conf, "--log-level", "WARNING"]  # fmt: skip
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            await wait_port(bp)
-            topic = "ConsumePathBench"
-            await RocketqClient({"namesrv": f"127.0.0.1:{ns}"}).prepare(topic)  # 4 queues
-            p = Producer("consume_path_bench_p", namesrv=f"127.0.0.1:{ns}")
-            await p.start()
-            for _ in range(64):  # a stored message per queue at least: the first pulls find some at once
-                await p.send(Message(topic, b"x" * a.size))
-            await p.shutdown()
-            template, sizes = records(topic, a.size, a.batch)
-            got = 0
-            marks: dict[int, asyncio.Future[None]] = {}
+    async with standalone("rq-consume-path-") as namesrv:
+        topic = "ConsumePathBench"
+        await RocketqClient({"namesrv": namesrv}).prepare(topic)  # 4 queues
+        p = Producer("consume_path_bench_p", namesrv=namesrv)
+        await p.start()
+        for _ in range(64):  # a stored message per queue at least: the first pulls find some at once
+            await p.send(Message(topic, b"x" * a.size))
+        await p.shutdown()
+        template, sizes = records(topic, a.size, a.batch)
+        got = 0
+        marks: dict[int, asyncio.Future[None]] = {}
 
-            async def listener(msgs: list[Any]) -> ConsumeResult:
-                nonlocal got
-                bodies = [m.body for m in msgs]  # what the peers benchmark's listener does
-                got += len(bodies)
-                for k in [k for k in marks if got >= k]:
-                    marks.pop(k).set_result(None)
-                return ConsumeResult.SUCCESS
+        async def listener(msgs: list[Any]) -> ConsumeResult:
+            nonlocal got
+            bodies = [m.body for m in msgs]  # what the peers benchmark's listener does
+            got += len(bodies)
+            for k in [k for k in marks if got >= k]:
+                marks.pop(k).set_result(None)
+            return ConsumeResult.SUCCESS
 
-            c = PushConsumer(
-                "consume_path_bench",
-                namesrv=f"127.0.0.1:{ns}",
-                consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-                pull_batch_size=a.batch,
-                consume_message_batch_max_size=a.batch,
-            )
-            c.subscribe(topic, "*")
-            c.register_listener(listener)
-            await c.start()
-            while got < 64:  # the real messages: pulls and rebalance done once
-                await asyncio.sleep(0.01)
-            for ch in c.instance.remoting._channels.values():
-                ch._transport = PullAnsweringTransport(ch, ch._transport, template, sizes, a.batch)
-            loop = asyncio.get_running_loop()
-            out: list[float] = []
-            for run in range(a.runs + 1):  # the first run warms up
-                target = got + a.n
-                done = marks[target] = loop.create_future()
-                PullAnsweringTransport.spent = 0.0
-                c0, n0 = time.thread_time(), got
-                await done
-                if run:
-                    out.append((time.thread_time() - c0 - PullAnsweringTransport.spent) / (got - n0) * 1e6)
-            await c.shutdown()
-            return {"per_msg": statistics.median(out), "min": min(out), "max": max(out)}
-        finally:
-            proc.terminate()
-            proc.wait()
+        c = PushConsumer(
+            "consume_path_bench",
+            namesrv=namesrv,
+            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+            pull_batch_size=a.batch,
+            consume_message_batch_max_size=a.batch,
+        )
+        c.subscribe(topic, "*")
+        c.register_listener(listener)
+        await c.start()
+        while got < 64:  # the real messages: pulls and rebalance done once
+            await asyncio.sleep(0.01)
+        for ch in c.instance.remoting._channels.values():
+            ch._transport = PullAnsweringTransport(ch, ch._transport, template, sizes, a.batch)
+        loop = asyncio.get_running_loop()
+        out: list[float] = []
+        for rnd in range(a.runs + 1):  # the first run warms up
+            target = got + a.n
+            done = marks[target] = loop.create_future()
+            PullAnsweringTransport.spent = 0.0
+            c0, n0 = time.thread_time(), got
+            await done
+            if rnd:
+                out.append((time.thread_time() - c0 - PullAnsweringTransport.spent) / (got - n0) * 1e6)
+        await c.shutdown()
+        return {"per_msg": statistics.median(out), "min": min(out), "max": max(out)}
 
 
 def run_ab(a: argparse.Namespace) -> None:
-    pooled: dict[str, list[float]] = {t: [] for t in a.ab}
-    for rnd in range(a.rounds):
-        for tree in a.ab if rnd % 2 == 0 else a.ab[::-1]:
-            env = dict(os.environ, PYTHONPATH=f"{tree}/src")
-            cmd = [sys.executable, os.path.abspath(__file__), "--json", "--n", str(a.n),
-                   "--runs", str(a.runs), "--size", str(a.size), "--batch", str(a.batch)]  # fmt: skip
-            r = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-            if r.returncode:
-                sys.exit(f"{tree} failed:\n{r.stdout}\n{r.stderr}")
-            res = json.loads(r.stdout.strip().splitlines()[-1])
-            pooled[tree].append(res["per_msg"])
-            print(
-                f"round {rnd} {tree}: {res['per_msg']:.3f} µs/msg [{res['min']:.3f}–{res['max']:.3f}]",
-                flush=True,
-            )
-    for tree, v in pooled.items():
+    args = ["--n", str(a.n), "--runs", str(a.runs), "--size", str(a.size), "--batch", str(a.batch)]
+    for tree, runs in ab_rounds(__file__, a.ab, a.rounds, args).items():
+        v = [r["per_msg"] for r in runs]
         spread = f"{min(v):.3f}–{max(v):.3f}"
         print(f"{tree}: median {statistics.median(v):.3f} µs/msg over {len(v)} processes ({spread})")
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--n", type=int, default=200_000, help="messages per run")
-    p.add_argument("--runs", type=int, default=5, help="measured runs (after one warm-up run)")
-    p.add_argument("--size", type=int, default=128, help="body bytes")
-    p.add_argument("--batch", type=int, default=256, help="messages per pull answer (and per listener call)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON (for --ab)")
-    p.add_argument("--ab", nargs=2, metavar="TREE", help="compare two source trees, interleaved")
-    p.add_argument("--rounds", type=int, default=3, help="--ab: child processes per tree")
-    a = p.parse_args()
-    if a.ab:
-        run_ab(a)
-        return
-    try:
-        import uvloop
+def show(res: dict[str, float]) -> None:
+    print(f"{res['per_msg']:.3f} µs of consumer CPU per message [{res['min']:.3f}–{res['max']:.3f}]")
 
-        res = uvloop.run(run_bench(a))
-    except ImportError:
-        res = asyncio.run(run_bench(a))
-    if a.json:
-        print(json.dumps(res))
-    else:
-        print(f"{res['per_msg']:.3f} µs of consumer CPU per message [{res['min']:.3f}–{res['max']:.3f}]")
+
+def main() -> None:
+    p = bench_parser(__doc__, 200_000, "messages per run")
+    p.add_argument("--batch", type=int, default=256, help="messages per pull answer (and per listener call)")
+    bench_main(p.parse_args(), run_bench, run_ab, show)
 
 
 if __name__ == "__main__":
