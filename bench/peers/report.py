@@ -153,7 +153,9 @@ def shapes_section(ag: Agg, plan: dict[str, Any]) -> list[str]:
                 "consumer group (XREADGROUP, one XACK per batch) for the 4 members, XREAD per fan-out reader; "
                 "NATS one durable pull consumer shared by the members (explicit ack of every message — "
                 "AckPolicy.ALL would also ack what another member still holds), one durable per fan-out group; "
-                "RabbitMQ one queue the members consume, a fanout exchange with one durable queue per group."
+                "RabbitMQ one queue the members consume, a fanout exchange with one durable queue per group; "
+                "beanstalkd one tube the members reserve from, one tube per fan-out group that the producer puts "
+                "every message into (it has neither groups nor fan-out)."
             )
             L.append("")
         L.append(
