@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .common import cpu_seconds, proc_tree, rss_bytes, taskset, wait_port, write_bytes
+from .common import cpu_seconds, free_port, proc_tree, rss_bytes, taskset, wait_port, write_bytes
 
 OnBodies = Callable[[list[Any]], None]
 
@@ -161,6 +161,20 @@ class Server:
             return data[-n:].decode(errors="replace")
         except OSError:
             return "(no log)"
+
+
+class PortServer(Server):
+    """A server reached on one port, picked at its first start and kept across restarts; clients get it."""
+
+    def prepare(self) -> None:
+        self.port = free_port()
+
+    @property
+    def ready_port(self) -> int:
+        return self.port
+
+    def client_args(self) -> dict[str, Any]:
+        return {"port": self.port}
 
 
 class Client:

@@ -17,31 +17,20 @@ import shutil
 from collections import deque
 from typing import Any
 
-from .base import SOLO, Client, Membership, OnBodies, Server
-from .common import free_port
+from .base import SOLO, Client, Membership, OnBodies, PortServer
 
 MAX_JOB = 1 << 20  # -z: 64 KiB bodies exceed beanstalkd's default 65,535-byte limit
 ROUND_MAX = 256  # reserves per round at most (the other consumers' batch size)
 _FANOUT: dict[str, list[str]] = {}  # topic -> its groups' tubes (set by prepare, read by every client here)
 
 
-class BeanstalkdServer(Server):
+class BeanstalkdServer(PortServer):
     name = "beanstalkd"
-
-    def prepare(self) -> None:
-        self.port = free_port()
 
     def command(self) -> list[str]:
         fsync = ["-f", "0"] if self.tier == "A" else ["-f", "1000"]
         return [shutil.which("beanstalkd") or "beanstalkd", "-l", "127.0.0.1", "-p", str(self.port),
                 "-b", self.root, *fsync, "-z", str(MAX_JOB)]  # fmt: skip
-
-    @property
-    def ready_port(self) -> int:
-        return self.port
-
-    def client_args(self) -> dict[str, Any]:
-        return {"port": self.port}
 
 
 class BeanstalkError(RuntimeError):

@@ -11,8 +11,7 @@ import shutil
 import sys
 from typing import Any
 
-from .base import SOLO, Client, Membership, OnBodies, Server
-from .common import free_port
+from .base import SOLO, Client, Membership, OnBodies, PortServer
 
 
 def nats_binary() -> str:
@@ -20,11 +19,11 @@ def nats_binary() -> str:
     return here if os.path.exists(here) else (shutil.which("nats-server") or "nats-server")
 
 
-class NatsServer(Server):
+class NatsServer(PortServer):
     name = "nats"
 
     def prepare(self) -> None:
-        self.port = free_port()
+        super().prepare()
         self.conf = os.path.join(self.root, "nats.conf")
         store = os.path.join(self.root, "js")
         sync = "always" if self.tier == "A" else "1s"
@@ -36,10 +35,6 @@ class NatsServer(Server):
 
     def command(self) -> list[str]:
         return [nats_binary(), "-c", self.conf]
-
-    @property
-    def ready_port(self) -> int:
-        return self.port
 
     def client_args(self) -> dict[str, Any]:
         return {"url": f"nats://127.0.0.1:{self.port}"}

@@ -8,31 +8,19 @@ import asyncio
 import collections
 import os
 import struct
-from typing import Any
 
-from .base import Client, Server, python
-from .common import free_port
+from .base import Client, PortServer, python
 
 _LEN = struct.Struct(">I")  # the same framing as limits.py's null-server
 
 
-class NullServer(Server):
+class NullServer(PortServer):
     name = "null"
     tiers = ("-",)
-
-    def prepare(self) -> None:
-        self.port = free_port()
 
     def command(self) -> list[str]:
         limits = os.path.join(os.path.dirname(os.path.abspath(__file__)), "limits.py")
         return [python(), limits, "null-server", str(self.port), "86400"]
-
-    @property
-    def ready_port(self) -> int:
-        return self.port
-
-    def client_args(self) -> dict[str, Any]:
-        return {"port": self.port}
 
 
 class NullClient(Client):

@@ -8,19 +8,19 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .base import SOLO, Client, Membership, OnBodies, Server
+from .base import SOLO, Client, Membership, OnBodies, PortServer
 from .common import free_port
 
 RABBIT = "/usr/lib/rabbitmq/bin/rabbitmq-server"
 
 
-class RabbitServer(Server):
+class RabbitServer(PortServer):
     name = "rabbitmq"
     tiers = ("A",)
     start_timeout_s = 60.0
 
     def prepare(self) -> None:
-        self.port = free_port()
+        super().prepare()
         self.dist_port = free_port()
         self.epmd_port = free_port()
         for d in ("mnesia", "log", "home"):
@@ -59,10 +59,6 @@ class RabbitServer(Server):
             if pid not in self.extra_pids:
                 self.extra_pids.append(pid)
         return took
-
-    @property
-    def ready_port(self) -> int:
-        return self.port
 
     def data_dir(self) -> str:
         return os.path.join(self.root, "mnesia")

@@ -5,17 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-from typing import Any
 
-from .base import SOLO, Client, Membership, OnBodies, Server
-from .common import free_port
+from .base import SOLO, Client, Membership, OnBodies, PortServer
 
 
-class RedisServer(Server):
+class RedisServer(PortServer):
     name = "redis"
-
-    def prepare(self) -> None:
-        self.port = free_port()
 
     def command(self) -> list[str]:
         fsync = "always" if self.tier == "A" else "everysec"
@@ -38,13 +33,6 @@ class RedisServer(Server):
             "--daemonize",
             "no",
         ]
-
-    @property
-    def ready_port(self) -> int:
-        return self.port
-
-    def client_args(self) -> dict[str, Any]:
-        return {"port": self.port}
 
 
 class RedisClient(Client):
