@@ -9,6 +9,7 @@ destroy() unlinks the file at once and defers the unmap until the last view is g
 
 from __future__ import annotations
 
+import errno
 import logging
 import mmap
 import os
@@ -222,17 +223,40 @@ class MappedFile:
             pos += n
 
     def last_nonzero_end(self, start: int = 0) -> int:
-        """End of the last non-zero byte at or after start (start if the rest is all zero)."""
+        """End of the last non-zero byte at or after start (start if the rest is all zero).
+        Only the file's data ranges are read: a preallocated segment is mostly unwritten extents, and
+        reading those through the map would fault in (and zero) page cache for the whole rest of the file
+        — seconds for a 1 GiB segment when a crashed broker restarts."""
         chunk = 1 << 20
         zeros = bytes(chunk)
-        end = self.file_size
-        while end > start:
-            lo = max(start, end - chunk)
-            piece = self.mm[lo:end]
-            if piece != zeros[: end - lo]:
-                return lo + len(piece.rstrip(b"\0"))
-            end = lo
+        for lo_range, end in reversed(self.data_ranges(start)):
+            while end > lo_range:
+                lo = max(lo_range, end - chunk)
+                piece = self.mm[lo:end]
+                if piece != zeros[: end - lo]:
+                    return lo + len(piece.rstrip(b"\0"))
+                end = lo
         return start
+
+    def data_ranges(self, start: int = 0) -> list[tuple[int, int]]:
+        """[lo, hi) ranges at or after start that may hold non-zero bytes, from lseek SEEK_DATA / SEEK_HOLE.
+        A hole (unwritten preallocation included, unless the page cache holds data for it) reads as zeros,
+        so skipping it is exact. Where the filesystem cannot tell, the whole rest is one range."""
+        size = self.file_size
+        ranges: list[tuple[int, int]] = []
+        pos = start
+        try:
+            while pos < size:
+                lo = os.lseek(self._fd, pos, os.SEEK_DATA)
+                if lo >= size:
+                    break
+                hi = min(os.lseek(self._fd, lo, os.SEEK_HOLE), size)
+                ranges.append((lo, hi))
+                pos = hi
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:  # ENXIO: no data at or after pos
+                return [(start, size)] if start < size else []
+        return ranges
 
     @property
     def closed(self) -> bool:
