@@ -229,12 +229,13 @@ class MappedFile:
         — seconds for a 1 GiB segment when a crashed broker restarts."""
         chunk = 1 << 20
         zeros = bytes(chunk)
+        mm = self.mm
         for lo_range, end in reversed(self.data_ranges(start)):
             while end > lo_range:
                 lo = max(lo_range, end - chunk)
-                piece = self.mm[lo:end]
-                if piece != zeros[: end - lo]:
-                    return lo + len(piece.rstrip(b"\0"))
+                # a needle as long as the range can only match at lo: one compare in place, no copy
+                if mm.find(zeros[: end - lo] if end - lo < chunk else zeros, lo, end) != lo:
+                    return lo + len(mm[lo:end].rstrip(b"\0"))
                 end = lo
         return start
 
