@@ -14,7 +14,6 @@ import argparse
 import asyncio
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,6 +21,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench.peers.common import wait_port
 from bench.peers.sys_rocketq import RocketqClient, RocketqServer
 
 
@@ -52,18 +52,6 @@ async def fill(server: RocketqServer, seconds: float, topics: int) -> int:
     return sent
 
 
-def wait_port(port: int, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.1).close()
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.01)
-
-
 def one_run(a: argparse.Namespace, pyspy: str | None) -> tuple[int, float, int]:
     root = tempfile.mkdtemp(prefix="rq-restart-")
     server = RocketqServer(a.tier, root, 1)
@@ -79,7 +67,8 @@ def one_run(a: argparse.Namespace, pyspy: str | None) -> tuple[int, float, int]:
             exe = os.path.join(os.path.dirname(sys.executable), "py-spy")
             cmd = [exe, "record", "-o", pyspy, "-f", "raw", "-r", "200", "-d", "9", "--", *server.command()]
             spy = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            wait_port(server.broker_port)
+            if not wait_port(server.broker_port, 120, lambda: spy.poll() is None):
+                raise RuntimeError("the restarted broker did not open its port")
             took = time.monotonic() - t0
             spy.wait()
         else:
