@@ -5,7 +5,8 @@ utime/stime from /proc before and after each closed-loop phase.
     taskset is not needed: the script pins itself and the broker.
     python bench/thread_probe.py --tier B --size 1024 --window 1 --seconds 3 --reps 3
 
-Prints msg/s and µs of CPU per message for each broker thread (user + system), per phase.
+Prints msg/s and µs of CPU per message for each broker thread (user + system), per phase, and the CPU steal
+(broker CPU / client CPU) during it.
 Extra broker.conf lines (an A/B of one setting): --conf 'key=value;key2=value2'."""
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from array import array
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.peers.common import free_port, payload_template, stamp
+from bench.peers.common import cpu_ticks, free_port, payload_template, stamp, steal_share
 from bench.peers.sys_rocketq import PULL_BATCH_CONF, RocketqClient
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -277,14 +278,17 @@ async def main_async(a: argparse.Namespace) -> None:
                     spy = start_pyspy(proc.pid, a.seconds, a.pyspy, 500)
                 t0 = thread_times(proc.pid, names)
                 c0 = time.process_time()
-                w0 = time.monotonic()
+                w0, k0 = time.monotonic(), cpu_ticks()
                 n = await closed_loop(cl, "probe", a.size, a.window, a.seconds)
-                el = time.monotonic() - w0
+                el, k1 = time.monotonic() - w0, cpu_ticks()
                 t1 = thread_times(proc.pid, names)
                 c1 = time.process_time()
                 if spy is not None:
                     spy.wait()
-                report(f"rep {rep} (ack p50 {LAST_LAT[0]} µs, p99 {LAST_LAT[1]} µs)", n, el, t0, t1, c1 - c0)
+                steal = [steal_share(k0, k1, c) for c in (a.broker_cpu, a.client_cpu)]
+                stolen = "" if None in steal else f", steal {steal[0]:.0%} / {steal[1]:.0%}"
+                label = f"rep {rep} (ack p50 {LAST_LAT[0]} µs, p99 {LAST_LAT[1]} µs{stolen})"
+                report(label, n, el, t0, t1, c1 - c0)
             await cl.close()
         finally:
             proc.terminate()

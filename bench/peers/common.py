@@ -88,6 +88,41 @@ def cpu_seconds(pids: Iterable[int]) -> float:
     return total / _TICK
 
 
+def parse_cpu_ticks(stat_text: str) -> dict[int, tuple[int, int]]:
+    """Per CPU number: (steal, all) clock ticks since boot, from the text of /proc/stat. "all" is the sum of
+    user, nice, system, idle, iowait, irq, softirq and steal (guest time is already inside user)."""
+    out: dict[int, tuple[int, int]] = {}
+    for line in stat_text.splitlines():
+        if not (line.startswith("cpu") and len(line) > 3 and line[3].isdigit()):
+            continue
+        name, *vals = line.split()
+        ticks = [int(x) for x in vals[:8]]
+        if len(ticks) == 8:
+            out[int(name[3:])] = (ticks[7], sum(ticks))
+    return out
+
+
+def cpu_ticks() -> dict[int, tuple[int, int]]:
+    """parse_cpu_ticks of this machine's /proc/stat ({} where there is none)."""
+    try:
+        with open("/proc/stat") as f:
+            return parse_cpu_ticks(f.read())
+    except OSError:
+        return {}
+
+
+def steal_share(
+    before: dict[int, tuple[int, int]], after: dict[int, tuple[int, int]], cpu: int | None
+) -> float | None:
+    """Share of the interval's time that ``cpu`` spent stolen: runnable, but the hypervisor was running
+    something else on the physical CPU behind it. None if unknown (no /proc/stat, no such CPU, no ticks)."""
+    if cpu is None or cpu not in before or cpu not in after:
+        return None
+    steal = after[cpu][0] - before[cpu][0]
+    total = after[cpu][1] - before[cpu][1]
+    return steal / total if total > 0 else None
+
+
 def write_bytes(pids: Iterable[int]) -> int:
     """Bytes the processes caused to be sent to storage (/proc/PID/io write_bytes)."""
     total = 0

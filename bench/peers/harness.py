@@ -25,7 +25,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .common import now_ns, taskset
+from .common import cpu_ticks, now_ns, steal_share, taskset
 from .install import ensure_all, unavailable_systems
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -212,6 +212,7 @@ class Runner:
         server = mod.SERVER(tier, root, SERVER_CPU)
         out: dict[str, Any] = {"system": system, "tier": tier, "rep": rep, "cells": []}
         workers: list[Worker] = []
+        ticks0 = cpu_ticks()
         try:
             out["start_s"] = server.start()
             args = server.client_args()
@@ -242,6 +243,7 @@ class Runner:
                     f"pub {cell['pub_rate']:.0f}/s cons {cell.get('cons_rate') or 0:.0f}/s "
                     f"ack p50 {cell.get('lat_ack', {}).get('p50', '-')} us "
                     f"e2e p50 {cell.get('lat_e2e', {}).get('p50', '-')} us"
+                    f"{steal_note(cell['steal_pub'])}"
                 )
             out["backlog"] = self.run_backlog(server, prod, cons)
             out["shapes"] = {}
@@ -255,6 +257,7 @@ class Runner:
             if tier == "A":
                 out["recovery"] = self.run_recovery(system, server, prod, cons, workers)
             out["server_log"] = server.log_tail(3000)
+            out["steal"] = steal_since(ticks0)
         except Exception as exc:
             out["error"] = f"{type(exc).__name__}: {exc}"[:2000]
             out["server_log"] = server.log_tail(1500)
@@ -354,7 +357,7 @@ class Runner:
         prod.call({"op": "prepare", "topics": [t_thr]}, 90)
         cell: dict[str, Any] = {"size": size, "window": window, "batch": batch}
         # 1. max publish rate (closed loop), server CPU and bytes written during it
-        cpu0, wb0 = server.cpu_seconds(), server.write_bytes()
+        cpu0, wb0, ticks0 = server.cpu_seconds(), server.write_bytes(), cpu_ticks()
         r = prod.call(
             {
                 "op": "produce",
@@ -368,6 +371,7 @@ class Runner:
             p.seconds + p.warmup_s + 120,
         )
         cpu1, wb1 = server.cpu_seconds(), server.write_bytes()
+        cell["steal_pub"] = steal_since(ticks0)
         n = r["n"]
         cell.update(
             pub_n=n,
@@ -684,6 +688,21 @@ def machine_facts() -> dict[str, Any]:
     return facts
 
 
+def steal_since(before: dict[int, tuple[int, int]]) -> dict[str, float | None]:
+    """CPU steal since ``before`` (cpu_ticks()) on the servers' CPU and on the load generator's."""
+    after = cpu_ticks()
+    return {
+        "server": steal_share(before, after, SERVER_CPU),
+        "client": steal_share(before, after, CLIENT_CPU),
+    }
+
+
+def steal_note(steal: dict[str, float | None]) -> str:
+    """ ", steal 12 % / 3 %" (server CPU / load generator CPU) for the log, or nothing if unknown."""
+    srv, cli = steal.get("server"), steal.get("client")
+    return "" if srv is None or cli is None else f", steal {srv:.0%} / {cli:.0%}"
+
+
 def system_order(plan: Plan, rep: int) -> list[str]:
     """The systems in the order repetition ``rep`` runs them: rotated by one per repetition (rotate_order),
     so that what a system inherits from the one run before it (page cache, memory freed moments ago, which
@@ -700,10 +719,12 @@ def run(
     skip = dict(skip or {})
     results: dict[str, Any] = {"plan": asdict(plan), "machine": machine_facts(), "skipped": skip, "runs": []}
     t0 = time.monotonic()
+    run_ticks = cpu_ticks()
     runner.say("machine limits")
     from .limits import measure
 
     results["limits"] = measure(scratch, plan.sizes, plan.dd_mib, plan.limit_seconds, SERVER_CPU, CLIENT_CPU)
+    results["limits"]["steal"] = steal_since(run_ticks)
     runner.say(f"limits: {json.dumps(results['limits'])}")
     results["ceiling"] = runner.run_ceiling()
     runner.say(f"load generator ceiling (null broker): {json.dumps(results['ceiling'])}")
@@ -730,6 +751,7 @@ def run(
             runner.say(f"profiling the rocketq broker, tier {tier}")
             results["profiles"][tier] = runner.run_profile(tier)
     results["machine"]["loadavg_end"] = os.getloadavg()
+    results["machine"]["steal"] = steal_since(run_ticks)
     results["elapsed_s"] = time.monotonic() - t0
     results["finished_utc"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     return results

@@ -658,6 +658,7 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
     if all_d:
         L.append(f"| all | | {len(all_d)} | {statistics.median(all_d):.0%} | {max(all_d):.0%} |")
     L.append("")
+    L.extend(steal_section(ag, results))
     profiles = results.get("profiles") or {}
     if profiles:
         L.append("### Where the rocketq broker's time goes (py-spy, 200 Hz, busy samples only)")
@@ -696,6 +697,74 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
             L.append(f"![{n}](img/{n})")
             L.append("")
     return "\n".join(L).rstrip() + "\n"
+
+
+STEADY_STEAL = 0.05  # a phase with less steal than this on both CPUs counts as steady
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x * 100:.1f} %"
+
+
+def _pct_mmm(xs: list[float | None]) -> str:
+    v = [x * 100 for x in xs if x is not None]
+    if not v:
+        return "-"
+    return mmm(v, 1) + " %"
+
+
+def _pair_steal(a: dict, b: dict) -> float | None:
+    """The most steal either CPU saw in either cell of a noise pair (None if not recorded)."""
+    xs = [c.get("steal_pub", {}).get(role) for c in (a, b) for role in ("server", "client")]
+    return None if any(x is None for x in xs) else max(xs)  # type: ignore[type-var]
+
+
+def steal_section(ag: Agg, results: dict[str, Any]) -> list[str]:
+    """CPU steal per system and tier (results of runs made before it was recorded have none: no section)."""
+    whole = results["machine"].get("steal")
+    if not whole:
+        return []
+    L = ["### CPU steal (the host running other work on this VM's two vCPUs)", ""]
+    lim = results["limits"].get("steal") or {}
+    L.append(
+        "Steal is the share of wall time a vCPU was ready to run but the hypervisor ran something else on the "
+        "physical CPU behind it (/proc/stat, read before and after each phase). It takes time from whichever "
+        "system runs at that moment and comes and goes, so it is the first suspect for the noise above: a cell "
+        f"measured while the host was busy ran on part of a CPU. Whole run: server CPU {_pct(whole.get('server'))}, load generator "
+        f"CPU {_pct(whole.get('client'))}; during the machine limits: {_pct(lim.get('server'))} and "
+        f"{_pct(lim.get('client'))}."
+    )
+    L.append("")
+    L.append("| system | tier | publish phases | server CPU, median [min–max] | load generator CPU |")
+    L.append("|---|---|---|---|---|")
+    for tier in results["plan"]["tiers"]:
+        for k in ag.keys(tier):
+            cells = [c for run in ag.runs[k] for c in run.get("cells", []) if c.get("steal_pub")]
+            if cells:
+                L.append(
+                    f"| {LABEL[k[0]]} | {tier} | {len(cells)} | "
+                    f"{_pct_mmm([c['steal_pub'].get('server') for c in cells])} | "
+                    f"{_pct_mmm([c['steal_pub'].get('client') for c in cells])} |"
+                )
+    L.append("")
+    steady: list[float] = []
+    stolen: list[float] = []
+    for pairs in ag.repeats.values():
+        for a, b in pairs:
+            x, y = a.get("pub_rate") or 0, b.get("pub_rate") or 0
+            worst = _pair_steal(a, b)
+            if x + y > 0 and worst is not None:
+                (steady if worst < STEADY_STEAL else stolen).append(abs(x - y) / ((x + y) / 2))
+    if steady or stolen:
+        L.append(
+            f"Noise pairs with under {STEADY_STEAL * 100:.0f} % steal on both CPUs in both cells: {len(steady)}"
+            + (f", median difference {statistics.median(steady):.0%}" if steady else "")
+            + f"; the others: {len(stolen)}"
+            + (f", median difference {statistics.median(stolen):.0%}" if stolen else "")
+            + "."
+        )
+        L.append("")
+    return L
 
 
 def plot(ag: Agg, plan: dict[str, Any], img_dir: str) -> list[str]:

@@ -25,6 +25,15 @@ def _positive(x: object) -> bool:
     return isinstance(x, int | float) and x > 0
 
 
+def _share(x: object) -> bool:
+    return isinstance(x, int | float) and 0 <= x <= 1
+
+
+def _steal_ok(steal: dict) -> bool:
+    """Steal on the servers' CPU and the load generator's, as shares of the phase (known on Linux)."""
+    return _share(steal["server"]) and _share(steal["client"])
+
+
 def test_system_order_rotates_per_repetition() -> None:
     from bench.peers.harness import Plan, system_order
 
@@ -84,6 +93,7 @@ def test_smoke_every_system_produces_numbers(tmp_path: Path) -> None:
         _positive(lim["dd"]["mb_s"]) and _positive(lim["loopback_mb_s"]) and _positive(lim["pingpong_rt_s"])
     )
     assert all(_positive(v) for v in lim["fsync_loop"].values())
+    assert _steal_ok(lim["steal"]) and _steal_ok(results["machine"]["steal"])
     seen = {(r["system"], r["tier"]) for r in results["runs"]}
     expected = {
         ("rocketq", "A"),
@@ -102,10 +112,12 @@ def test_smoke_every_system_produces_numbers(tmp_path: Path) -> None:
         what = f"{r['system']}/{r['tier']}"
         assert "error" not in r, (what, r.get("error"), r.get("server_log"))
         assert r["cells"], what
+        assert _steal_ok(r["steal"]), what
         for c in r["cells"]:
             assert _positive(c["pub_rate"]) and c["pub_errors"] == 0, (what, c)
             assert c["cons_n"] >= c["pub_n"], (what, c)  # every acknowledged message was consumed
             assert _positive(c["cpu_pub_us"]), (what, c)
+            assert _steal_ok(c["steal_pub"]), (what, c)
             if not c["batch"]:
                 assert c["lat_ack"]["n"] > 0 and c["lat_e2e"]["n"] > 0, (what, c)
                 assert c["lat_ack"]["p50"] <= c["lat_ack"]["p99"] <= c["lat_ack"]["max"], (what, c)
@@ -135,6 +147,7 @@ def test_smoke_every_system_produces_numbers(tmp_path: Path) -> None:
     assert text.startswith("# Benchmarks") and "## Peers" in text and "### Noise floor" in text
     assert "### Shapes, tier A" in text and "| 4p4c | rocketq |" in text
     assert "Max sustainable publish msg/s" in text
+    assert "### CPU steal" in text and "| rocketq | A |" in text[text.index("### CPU steal") :]
     for name in ("peers-throughput.png", "peers-latency.png"):
         png = tmp_path / "img" / name
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
