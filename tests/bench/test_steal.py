@@ -63,7 +63,7 @@ def _archived() -> dict:
 
 def test_report_of_a_run_without_steal_has_no_steal_section() -> None:
     text = report.render(_archived(), None)  # recorded before steal was
-    assert "### Noise floor" in text and "CPU steal" not in text
+    assert "### Noise floor" in text and "### CPU steal" not in text
 
 
 def test_report_steal_section_from_recorded_steal() -> None:
