@@ -234,7 +234,7 @@ class MappedFile:
             while end > lo_range:
                 lo = max(lo_range, end - chunk)
                 # a needle as long as the range can only match at lo: one compare in place, no copy
-                if mm.find(zeros[: end - lo] if end - lo < chunk else zeros, lo, end) != lo:
+                if mm.find(zeros[: end - lo], lo, end) != lo:  # a full-length slice is zeros itself
                     return lo + len(mm[lo:end].rstrip(b"\0"))
                 end = lo
         return start
