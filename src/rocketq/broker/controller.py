@@ -76,6 +76,7 @@ def store_config_of(cfg: BrokerConfig):
         warm_ahead_bytes=cfg["commitLogWarmAheadBytes"],
         warm_ahead_max_rate=cfg["commitLogWarmAheadMaxRate"] * 1_000_000,
         async_writeback_bytes=cfg["commitLogAsyncWritebackBytes"],
+        sync_flush_native_aio=cfg["syncFlushNativeAio"],
         broker_role=cfg["brokerRole"],
         message_delay_level=cfg["messageDelayLevel"],
         max_transfer_bytes_on_message_in_memory=cfg["maxTransferBytesOnMessageInMemory"],
@@ -161,7 +162,7 @@ class BrokerController:
         store_host = (self.cfg["brokerIP1"], self.cfg["listenPort"])
         self.store = MessageStore(store_config_of(self.cfg), store_host)
         waiter = FlushWaiter(self.loop, self.cfg["syncFlushTimeout"] / 1000.0)
-        if self.store.set_flush_listener(waiter.on_round):  # SYNC_FLUSH: acks wait on the loop side
+        if self.store.set_loop_flush_listener(self.loop, waiter.advance):  # SYNC_FLUSH: acks wait on the loop
             self.flush_waiter = waiter
         if self.store.stages_runs:
             # one pwrite (and under SYNC_FLUSH one group-commit wake-up) per run of pipelined sends

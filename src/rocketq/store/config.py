@@ -57,6 +57,10 @@ class StoreConfig:
     # storing through the mapping, and start writeback of every this-many new bytes right behind the
     # writer (store/writeback.py); 0 keeps the store through the mapping and the interval flush only.
     async_writeback_bytes: int = 0
+    # SYNC_FLUSH under a broker: submit each group-commit fdatasync through Linux native AIO from the event
+    # loop (store/loop_flush.py) instead of running it in a thread; falls back to the thread when the
+    # kernel or file system does not take it.
+    sync_flush_native_aio: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.flush_disk_type, str):

@@ -8,10 +8,12 @@ The arrival listener runs on the thread that called put_*, right after the put l
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import shutil
 import struct
+import tempfile
 import time
 import zlib
 from collections import deque
@@ -30,7 +32,7 @@ from rocketq.protocol.properties import (
 from rocketq.protocol.record import FIXED_SIZE, MAGIC_CODE_V1, MAGIC_CODE_V2, body_crc
 from rocketq.protocol.record import decode_record as _decode_record
 
-from . import faultfs, mapped_file
+from . import faultfs, linux_aio, mapped_file
 from .checkpoint import StoreCheckpoint
 from .commit_log import CommitLog
 from .config import BrokerRole, FlushDiskType, StoreConfig
@@ -43,6 +45,8 @@ from .dispatch import (
     tag_hash_code,
 )
 from .flush import FlushConsumeQueueService, FlushRealTimeService, GroupCommitService
+from .linux_aio import FdsyncContext
+from .loop_flush import LoopGroupCommit
 from .mapped_file_queue import AllocateMappedFileService
 from .recovery import recover_commit_log
 from .types import (
@@ -90,11 +94,13 @@ class MessageStore:
         self.checkpoint: StoreCheckpoint | None = None
         self.index_service = index_service
         self.index_dispatcher: IndexDispatchService | None = None
-        self.flush_service: FlushRealTimeService | GroupCommitService | None = None
+        self.flush_service: FlushRealTimeService | GroupCommitService | LoopGroupCommit | None = None
         self.cq_flush_service: FlushConsumeQueueService | None = None
         self.warm_service = None  # WarmAheadService under SYNC_FLUSH (store/warm.py)
         self._listener: Callable[[str, int, int], None] | None = None
         self._flush_listener: Callable[[int], None] | None = None
+        self._flush_loop: asyncio.AbstractEventLoop | None = None  # set_loop_flush_listener
+        self.flush_backend = ""  # SYNC_FLUSH: "native-aio" or "thread", once started
         self._flush_nowait = False  # SYNC_FLUSH and a flush listener: puts return flush_offset, no Future
         self._running = False
         self._writable = False  # running and not a slave: the put fast path checks only this
@@ -176,8 +182,7 @@ class MessageStore:
             self.index_dispatcher = IndexDispatchService(self.commit_log, idx, start_at, self._delay_table)
         self._create_abort_file()
         if self._sync:
-            self.flush_service = GroupCommitService(self.commit_log, self.checkpoint, cfg.sync_flush_timeout)
-            self.flush_service.round_listener = self._flush_listener
+            self.flush_service = self._group_commit_service()
         else:
             self.flush_service = FlushRealTimeService(
                 self.commit_log,
@@ -823,12 +828,66 @@ class MessageStore:
         self._flush_nowait = fn is not None
         return True
 
+    def set_loop_flush_listener(self, loop: asyncio.AbstractEventLoop, fn: Callable[[int], None]) -> bool:
+        """set_flush_listener, for a caller living on an asyncio loop: fn(flushed_offset) runs on the loop's
+        thread. With sync_flush_native_aio (and a kernel that takes it) the loop itself drives the rounds
+        (store/loop_flush.py); otherwise the group-commit thread hands each round over to the loop."""
+        if not self.set_flush_listener(fn):
+            return False
+        self._flush_loop = loop
+        return True
+
+    def _group_commit_service(self) -> GroupCommitService | LoopGroupCommit:
+        cfg = self.config
+        loop, fn = self._flush_loop, self._flush_listener
+        if loop is not None and fn is not None:
+            ctx = self._native_aio() if cfg.sync_flush_native_aio else None
+            if ctx is not None:
+                self.flush_backend = "native-aio"
+                return LoopGroupCommit(self.commit_log, self.checkpoint, loop, fn, ctx)  # type: ignore[arg-type]
+
+            on_loop = fn
+
+            def on_round(flushed: int) -> None:
+                try:
+                    loop.call_soon_threadsafe(on_loop, flushed)
+                except RuntimeError:  # loop closed (shutdown): nobody is waiting any more
+                    pass
+
+            fn = on_round
+        self.flush_backend = "thread"
+        svc = GroupCommitService(self.commit_log, self.checkpoint, cfg.sync_flush_timeout)
+        svc.round_listener = fn
+        return svc
+
+    def _native_aio(self) -> FdsyncContext | None:
+        """An AIO context for the group commit, if an fdatasync through it works on this store's disk."""
+        try:  # on the CommitLog's file system; a .tmp left by a crash right here is removed at load
+            os.makedirs(self.config.commitlog_dir, exist_ok=True)
+            fd, path = tempfile.mkstemp(prefix=".aio-probe-", suffix=".tmp", dir=self.config.commitlog_dir)
+        except OSError as e:
+            log.warning("SYNC_FLUSH: native AIO not probed (%s); fdatasync runs in a thread", e)
+            return None
+        try:
+            os.unlink(path)
+            os.write(fd, b"\0")
+            why = linux_aio.probe(fd)
+        finally:
+            os.close(fd)
+        if why is None:
+            try:
+                return linux_aio.FdsyncContext(4)
+            except OSError as e:
+                why = str(e)
+        log.warning("SYNC_FLUSH: native AIO unavailable (%s); fdatasync runs in a thread", why)
+        return None
+
     def hold_flush_wakeups(self) -> None:
         """SYNC_FLUSH with a flush listener: until release_flush_wakeups(), appends do not wake the
         group-commit thread (the caller releases after a run of appends, which one round then covers).
         Same thread as the appends."""
         fs = self.flush_service
-        if self._flush_nowait and isinstance(fs, GroupCommitService):
+        if self._flush_nowait and isinstance(fs, (GroupCommitService, LoopGroupCommit)):
             fs.hold()
             # the run's records are also written with one pwrite at its end (CommitLog.begin_stage)
             self.commit_log.begin_stage()
@@ -844,7 +903,7 @@ class MessageStore:
         if not ok:
             self._writable = False  # the put fast path: every put takes _check (which refuses) now
         fs = self.flush_service
-        if isinstance(fs, GroupCommitService):
+        if isinstance(fs, (GroupCommitService, LoopGroupCommit)):
             fs.release()
         return ok
 
@@ -921,8 +980,9 @@ class MessageStore:
             info["commitLogDiskRatio"] = f"{du.used / du.total:.4f}"
         except OSError:
             pass
-        if self._sync and isinstance(self.flush_service, GroupCommitService):
+        if self._sync and isinstance(self.flush_service, (GroupCommitService, LoopGroupCommit)):
             info["groupCommitSyncCount"] = str(self.flush_service.sync_count)
+            info["groupCommitBackend"] = self.flush_backend
         return info
 
 

@@ -7,6 +7,8 @@ import asyncio
 import os
 import time
 
+import pytest
+
 from rocketq.broker.config import load_config
 from rocketq.broker.controller import BrokerController
 from rocketq.protocol.codes import RequestCode, ResponseCode
@@ -14,6 +16,7 @@ from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.message_id import decode_offset_msg_id
 from rocketq.protocol.properties import properties_to_string
 from rocketq.remoting import RemotingClient
+from rocketq.store.linux_aio import FdsyncContext
 
 
 def _send(topic: str, body: bytes, props: dict[str, str]) -> RemotingCommand:
@@ -24,26 +27,45 @@ def _send(topic: str, body: bytes, props: dict[str, str]) -> RemotingCommand:
     return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body)
 
 
-def test_sync_flush_send_waits_for_fdatasync_and_times_out_on_a_stalled_disk(tmp_path, monkeypatch):
-    real = os.fdatasync
+def _stall_disk(monkeypatch, backend: str) -> list[float]:
+    """While stall[0] > 0 every fdatasync round takes that many seconds longer."""
     stall = [0.0]
+    if backend == "thread":
+        real = os.fdatasync
 
-    def fdatasync(fd):
-        if stall[0]:
-            time.sleep(stall[0])
-        real(fd)
+        def fdatasync(fd):
+            if stall[0]:
+                time.sleep(stall[0])
+            real(fd)
 
-    monkeypatch.setattr(os, "fdatasync", fdatasync)
+        monkeypatch.setattr(os, "fdatasync", fdatasync)
+    else:  # the round is submitted to the kernel that much later (on the loop, as the real submission is)
+        submit = FdsyncContext.submit
+
+        def late_submit(self, fds, tag):
+            if stall[0]:
+                asyncio.get_running_loop().call_later(stall[0], submit, self, fds, tag)
+            else:
+                submit(self, fds, tag)
+
+        monkeypatch.setattr(FdsyncContext, "submit", late_submit)
+    return stall
+
+
+@pytest.mark.parametrize("backend", ["native-aio", "thread"])
+def test_sync_flush_send_waits_for_fdatasync_and_times_out_on_a_stalled_disk(tmp_path, monkeypatch, backend):
+    stall = _stall_disk(monkeypatch, backend)
 
     async def go():
         cfg = load_config(None, {
             "storePathRootDir": str(tmp_path), "listenPort": 0, "brokerIP1": "127.0.0.1",
-            "flushDiskType": "SYNC_FLUSH", "syncFlushTimeout": 300,
+            "flushDiskType": "SYNC_FLUSH", "syncFlushTimeout": 300, "syncFlushNativeAio": backend != "thread",
         })  # fmt: skip
         ctl = BrokerController(cfg)
         await ctl.start()
         try:
             assert ctl.flush_waiter is not None
+            assert ctl.store.flush_backend == backend
             addr = ctl.broker_addr
             async with RemotingClient() as c:
                 ext = {"topic": "SF", "readQueueNums": "1", "writeQueueNums": "1", "perm": "6"}

@@ -84,6 +84,60 @@ def child_main(root: str, mode: str, seed: int) -> None:
     threading.Event().wait()  # until SIGKILL
 
 
+def child_main_loop(root: str, seed: int) -> None:
+    """SYNC_FLUSH the way the broker runs it: appends on an asyncio loop in runs (hold/release), plus one
+    appending thread, and the loop's native-AIO group commit (store/loop_flush.py). An append is reported
+    once the flush listener, on the loop, says a round covered it."""
+    import asyncio
+    import heapq
+
+    from rocketq.store import MessageStore, PutMessageStatus
+
+    out = sys.stdout.fileno()
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        waiting: list[tuple[int, str]] = []  # (end offset, ack line), a heap: the thread's appends interleave
+
+        def flushed(offset: int) -> None:
+            while waiting and waiting[0][0] <= offset:
+                os.write(out, heapq.heappop(waiting)[1].encode())
+
+        store = MessageStore(store_config(root, "SYNC"), ("127.0.0.1", 10911))
+        assert store.set_loop_flush_listener(loop, flushed)
+        store.start()
+        assert store.flush_backend == "native-aio", store.flush_backend
+
+        def thread_writer() -> None:  # its requests reach the loop through call_soon_threadsafe
+            rng = random.Random(seed * 100 + 99)
+            for i in range(10**9):
+                q, token = i % QUEUES, f"s{seed}tXn{i}"
+                r = store.put_message(make_msg(q, token, rng))
+                if r.status == PutMessageStatus.PUT_OK:
+                    item = (r.flush_offset, f"{q} {r.queue_offset} {token}\n")
+                    loop.call_soon_threadsafe(heapq.heappush, waiting, item)
+
+        os.write(out, b"ready\n")
+        threading.Thread(target=thread_writer, daemon=True).start()
+        rng = random.Random(seed)
+        i = 0
+        while True:
+            store.hold_flush_wakeups()  # a run of pipelined sends, as the broker's burst hooks do
+            run = []
+            for _ in range(rng.randint(1, 16)):
+                q, token = i % QUEUES, f"s{seed}tLn{i}"
+                i += 1
+                r = store.put_message(make_msg(q, token, rng))
+                if r.status == PutMessageStatus.PUT_OK:
+                    run.append((r.flush_offset, f"{q} {r.queue_offset} {token}\n"))
+            if store.release_flush_wakeups():
+                for item in run:
+                    heapq.heappush(waiting, item)
+            await asyncio.sleep(0.001 * rng.random())
+
+    asyncio.run(main())
+
+
 def parse_acks(data: bytes) -> dict[tuple[int, int], str]:
     acks = {}
     for line in data.decode().splitlines():
@@ -173,4 +227,7 @@ def verify_store(root: str, acks: dict[tuple[int, int], str], mode: str = "ASYNC
 
 
 if __name__ == "__main__":
-    child_main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+    if sys.argv[2] == "SYNC_LOOP":
+        child_main_loop(sys.argv[1], int(sys.argv[3]))
+    else:
+        child_main(sys.argv[1], sys.argv[2], int(sys.argv[3]))

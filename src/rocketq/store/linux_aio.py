@@ -1,0 +1,142 @@
+"""Linux native AIO, only for fdatasync: io_submit(IOCB_CMD_FDSYNC) with completion signalled on an eventfd.
+
+Why: under SYNC_FLUSH every acknowledgement waits for an fdatasync. Run in a Python thread, each round costs
+GIL hand-offs and thread wake-ups on both sides (bench/aio_fsync_bench.py). Submitted here, the kernel runs
+the fdatasync on one of its own workers and the event loop learns of the completion from the eventfd, which
+it watches like a socket: no Python thread is involved. Kernel support for IOCB_CMD_FDSYNC dates from
+Linux 4.18; probe() says whether this kernel and file system take it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import platform
+import struct
+
+IOCB_CMD_FDSYNC = 3
+IOCB_FLAG_RESFD = 1  # write the completion count to aio_resfd (an eventfd)
+
+# struct iocb (64 bytes, little-endian layout): aio_data, aio_key, aio_rw_flags, aio_lio_opcode, aio_reqprio,
+# aio_fildes, aio_buf, aio_nbytes, aio_offset, aio_reserved2, aio_flags, aio_resfd
+_IOCB = struct.Struct("<QIIHhIQQqQII")
+# struct io_event (32 bytes): data, obj, res, res2
+_EVENT = struct.Struct("<QQqq")
+
+# (io_setup, io_destroy, io_submit, io_getevents) syscall numbers
+_SYSCALLS = {"x86_64": (206, 207, 209, 208), "aarch64": (0, 1, 2, 4)}
+
+
+class _Timespec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+
+def _libc_syscall():
+    if struct.pack("=H", 1) != b"\x01\x00":
+        return None  # the iocb layout above is the little-endian one
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).syscall
+    except (OSError, AttributeError):
+        return None
+    fn.restype = ctypes.c_long
+    return fn
+
+
+_syscall = _libc_syscall()
+_NUMBERS = _SYSCALLS.get(platform.machine())
+
+
+def _check(ret: int) -> int:
+    if ret < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    return ret
+
+
+class FdsyncContext:
+    """An AIO context of up to `slots` fdatasyncs in flight, completions counted on `eventfd`.
+
+    Not thread-safe: one owner submits and reaps."""
+
+    def __init__(self, slots: int) -> None:
+        if _syscall is None or _NUMBERS is None or not hasattr(os, "eventfd"):
+            raise OSError(errno.ENOSYS, "native AIO is not available on this platform")
+        self._setup, self._destroy, self._submit, self._getevents = _NUMBERS
+        ctx = ctypes.c_ulong(0)
+        _check(_syscall(ctypes.c_long(self._setup), ctypes.c_uint(slots), ctypes.byref(ctx)))
+        self._ctx = ctx.value
+        try:
+            self.eventfd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        except OSError:
+            _syscall(ctypes.c_long(self._destroy), ctypes.c_ulong(self._ctx))
+            raise
+        self.slots = slots
+        self._iocbs = (ctypes.c_char * _IOCB.size * slots)()
+        self._ptrs = (ctypes.c_void_p * slots)(*(ctypes.addressof(cb) for cb in self._iocbs))
+        self._events = ctypes.create_string_buffer(_EVENT.size * slots)
+        self.in_flight = 0
+
+    def submit(self, fds: list[int], tag: int) -> None:
+        """Queue one fdatasync per descriptor (at most `slots` in flight in all); returns at once."""
+        n = len(fds)
+        if n + self.in_flight > self.slots:
+            raise OSError(errno.EAGAIN, "too many fdatasyncs in flight")
+        for i, fd in enumerate(fds):
+            _IOCB.pack_into(self._iocbs[i], 0, tag, 0, 0, IOCB_CMD_FDSYNC, 0, fd, 0, 0, 0, 0, IOCB_FLAG_RESFD,
+                            self.eventfd)  # fmt: skip
+        done = _check(
+            _syscall(ctypes.c_long(self._submit), ctypes.c_ulong(self._ctx), ctypes.c_long(n), self._ptrs)
+        )
+        self.in_flight += done
+        if done != n:  # the kernel took only the first `done`: the caller sees the rest refused
+            raise OSError(errno.EAGAIN, f"io_submit took {done} of {n} fdatasyncs")
+
+    def reap(self, wait_s: float | None = 0.0) -> list[tuple[int, int]]:
+        """Completed fdatasyncs as (tag, result: 0 or -errno). wait_s=0: only those already done; otherwise
+        block until every one in flight is done or wait_s passes (None: no limit)."""
+        want = self.in_flight if wait_s != 0.0 else 0
+        timeout = None
+        if wait_s:
+            timeout = ctypes.byref(_Timespec(int(wait_s), int((wait_s % 1) * 1e9)))
+        n = _check(_syscall(ctypes.c_long(self._getevents), ctypes.c_ulong(self._ctx), ctypes.c_long(want),
+                            ctypes.c_long(self.slots), self._events, timeout))  # fmt: skip
+        self.in_flight -= n
+        out = []
+        for i in range(n):
+            tag, _, res, _ = _EVENT.unpack_from(self._events, i * _EVENT.size)
+            out.append((tag, res))
+        return out
+
+    def clear_eventfd(self) -> None:
+        try:
+            os.eventfd_read(self.eventfd)
+        except BlockingIOError:
+            pass
+
+    def close(self) -> None:
+        """io_destroy waits for what is still in flight (the kernel cancels no fdatasync it started)."""
+        if self._ctx:
+            _syscall(ctypes.c_long(self._destroy), ctypes.c_ulong(self._ctx))
+            self._ctx = 0
+            os.close(self.eventfd)
+
+
+def probe(fd: int) -> str | None:
+    """None if an fdatasync of fd through native AIO works here, else why not."""
+    try:
+        ctx = FdsyncContext(1)
+    except OSError as e:
+        return f"io_setup: {e}"
+    try:
+        ctx.submit([fd], 0)
+        done = ctx.reap(5.0)
+        if not done:
+            return "no completion within 5 s"
+        if done[0][1] < 0:
+            return f"fdatasync: {os.strerror(-done[0][1])}"
+        return None
+    except OSError as e:
+        return f"io_submit: {e}"
+    finally:
+        ctx.close()

@@ -1,0 +1,213 @@
+"""SYNC_FLUSH group commit driven by an asyncio loop with native AIO fdatasync (store/loop_flush.py,
+store/linux_aio.py), on real files: what a round covers, grouping, appends from other threads, segment
+rolls, failures, shutdown, and the thread fallback."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import select
+import threading
+
+import pytest
+from store_helpers import HOST, config, msg
+from store_helpers import open_store as _open
+
+from rocketq.store import FlushDiskType, MessageStore, PutMessageStatus, linux_aio
+from rocketq.store.linux_aio import FdsyncContext
+
+
+def _store(root, listener, loop, **kw) -> MessageStore:
+    s = MessageStore(config(root, flush_disk_type=FlushDiskType.SYNC_FLUSH, **kw), HOST)
+    assert s.set_loop_flush_listener(loop, listener)
+    s.start()
+    return s
+
+
+async def _until(pred, timeout=5.0) -> None:
+    end = asyncio.get_running_loop().time() + timeout
+    while not pred():
+        assert asyncio.get_running_loop().time() < end, "timed out"
+        await asyncio.sleep(0.005)
+
+
+# -- linux_aio ---------------------------------------------------------------------------------------------
+def test_fdsync_completes_on_the_eventfd_with_its_tag(tmp_path):
+    path = tmp_path / "f"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    ctx = FdsyncContext(2)
+    try:
+        os.write(fd, b"x" * 4096)
+        assert ctx.reap(0.0) == []  # nothing submitted, nothing done
+        ctx.submit([fd], 7)
+        assert ctx.in_flight == 1
+        r, _, _ = select.select([ctx.eventfd], [], [], 5.0)
+        assert r == [ctx.eventfd]
+        ctx.clear_eventfd()
+        assert ctx.reap(0.0) == [(7, 0)]
+        assert ctx.in_flight == 0
+        with pytest.raises(OSError):  # more than its slots in flight is refused before the kernel sees it
+            ctx.submit([fd, fd, fd], 1)
+        assert ctx.in_flight == 0
+    finally:
+        ctx.close()
+        os.close(fd)
+    with pytest.raises(OSError):
+        os.fstat(ctx.eventfd)  # closed with the context
+
+
+def test_probe_accepts_a_file_and_names_what_is_refused(tmp_path):
+    fd = os.open(tmp_path / "f", os.O_RDWR | os.O_CREAT)
+    r, w = os.pipe()
+    try:
+        assert linux_aio.probe(fd) is None
+        why = linux_aio.probe(r)  # a pipe has no fsync: the kernel refuses the iocb
+        assert why is not None and "Invalid argument" in why
+    finally:
+        for x in (fd, r, w):
+            os.close(x)
+
+
+# -- LoopGroupCommit ---------------------------------------------------------------------------------------
+def test_rounds_cover_each_append_and_report_on_the_loop_thread(tmp_path):
+    async def go():
+        loop = asyncio.get_running_loop()
+        seen: list[tuple[int, int]] = []
+        s = _store(tmp_path, lambda off: seen.append((off, threading.get_ident())), loop)
+        try:
+            assert s.flush_backend == "native-aio"
+            assert s.runtime_info()["groupCommitBackend"] == "native-aio"
+            ends = []
+            for i in range(5):
+                r = s.put_message(msg(body=b"m%d" % i))
+                assert r.status == PutMessageStatus.PUT_OK and r.flush_future is None
+                ends.append(r.flush_offset)
+                await _until(lambda e=r.flush_offset: seen and seen[-1][0] >= e)
+            assert ends == sorted(ends) and s.flushed_phy_offset == ends[-1] == s.max_phy_offset
+            assert {tid for _, tid in seen} == {threading.get_ident()}
+            assert s.flush_service.sync_count == 5  # one round each: every append waited for the last
+            assert s.checkpoint.physic_offset == ends[-1]
+        finally:
+            s.shutdown()
+
+    asyncio.run(go())
+
+
+def test_appends_of_one_callback_share_one_round_and_held_ones_wait_for_release(tmp_path):
+    async def go():
+        loop = asyncio.get_running_loop()
+        seen: list[int] = []
+        s = _store(tmp_path, seen.append, loop)
+        try:
+            await _until(lambda: s.flush_service._loop_thread)  # attached
+            for _ in range(30):
+                r = s.put_message(msg())
+            await _until(lambda: seen and seen[-1] >= r.flush_offset)
+            assert s.flush_service.sync_count == 1
+
+            s.hold_flush_wakeups()
+            for _ in range(10):
+                r = s.put_message(msg(body=b"held"))
+            await asyncio.sleep(0.05)  # held: no round asked for yet, however long the run takes
+            assert s.flush_service.sync_count == 1 and seen[-1] < r.flush_offset
+            assert s.release_flush_wakeups()
+            await _until(lambda: seen[-1] >= r.flush_offset)
+            assert s.flush_service.sync_count == 2
+        finally:
+            s.shutdown()
+
+    asyncio.run(go())
+
+
+def test_appends_from_another_thread_and_across_segment_rolls(tmp_path):
+    async def go():
+        loop = asyncio.get_running_loop()
+        seen: list[int] = []
+        s = _store(tmp_path, seen.append, loop)  # 64 KiB segments
+        try:
+            ends: list[int] = []
+
+            def writer():
+                for _ in range(40):
+                    ends.append(s.put_message(msg(body=b"y" * 5000)).flush_offset)
+
+            t = threading.Thread(target=writer)
+            t.start()
+            await asyncio.to_thread(t.join)
+            assert len(s.commit_log.mfq.files) >= 3
+            await _until(lambda: seen and seen[-1] >= ends[-1])
+            # a round that spans a roll syncs every segment it covers
+            files = s.commit_log.mfq.files
+            assert all(mf.flushed_position == mf.wrote_position for mf in files)
+            assert s.flushed_phy_offset == s.max_phy_offset
+        finally:
+            s.shutdown()
+
+    asyncio.run(go())
+
+
+def test_a_refused_submission_acknowledges_nothing_and_is_retried(tmp_path, monkeypatch):
+    async def go():
+        loop = asyncio.get_running_loop()
+        seen: list[int] = []
+        s = _store(tmp_path, seen.append, loop)
+        real = FdsyncContext.submit
+        refused = []
+
+        def refuse(self, fds, tag):
+            refused.append(fds)
+            raise OSError(11, "EAGAIN")
+
+        try:
+            await _until(lambda: s.flush_service._loop_thread)
+            monkeypatch.setattr(FdsyncContext, "submit", refuse)
+            r = s.put_message(msg())
+            await _until(lambda: len(refused) >= 2)  # retried after RETRY_AFTER_FAILURE_S
+            assert not seen or seen[-1] < r.flush_offset
+            assert s.flush_service.failed_rounds >= 2 and s.flushed_phy_offset < r.flush_offset
+            monkeypatch.setattr(FdsyncContext, "submit", real)
+            await _until(lambda: seen and seen[-1] >= r.flush_offset)
+        finally:
+            s.shutdown()
+
+    asyncio.run(go())
+
+
+def test_shutdown_from_another_thread_flushes_everything_and_detaches(tmp_path):
+    async def go():
+        loop = asyncio.get_running_loop()
+        seen: list[int] = []
+        s = _store(tmp_path, seen.append, loop)
+        await _until(lambda: s.flush_service._loop_thread)
+        ctx = s.flush_service._ctx
+        for _ in range(20):
+            r = s.put_message(msg())
+        await asyncio.to_thread(s.shutdown)  # the broker's way: the loop runs on meanwhile
+        await _until(lambda: seen and seen[-1] >= r.flush_offset)
+        await _until(lambda: not ctx._ctx)  # detached on the loop: context destroyed, eventfd closed
+        with pytest.raises(OSError):
+            os.fstat(ctx.eventfd)
+
+    asyncio.run(go())
+    s2 = _open(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH)  # clean shutdown: recovers it all
+    try:
+        assert s2.get_max_offset_in_queue("T", 0) == 20
+    finally:
+        s2.shutdown()
+
+
+def test_without_native_aio_the_thread_reports_rounds_on_the_loop(tmp_path):
+    async def go():
+        loop = asyncio.get_running_loop()
+        seen: list[tuple[int, int]] = []
+        s = _store(tmp_path, lambda off: seen.append((off, threading.get_ident())), loop,
+                   sync_flush_native_aio=False)  # fmt: skip
+        try:
+            assert s.flush_backend == "thread"
+            r = s.put_message(msg())
+            await _until(lambda: seen and seen[-1][0] >= r.flush_offset)
+            assert {tid for _, tid in seen} == {threading.get_ident()}
+        finally:
+            s.shutdown()
+
+    asyncio.run(go())
