@@ -13,6 +13,7 @@ next one, started as soon as it completes (one round in flight at a time, like t
 from __future__ import annotations
 
 import asyncio
+import bisect
 import logging
 import threading
 from collections.abc import Callable
@@ -29,6 +30,10 @@ log = logging.getLogger(__name__)
 # previous rounds stopped long ago, and the rest wait for the next round.
 MAX_FILES_PER_ROUND = 8
 RETRY_AFTER_FAILURE_S = 0.1
+
+
+def _file_from_offset(mf: MappedFile) -> int:
+    return mf.file_from_offset
 
 
 class _Round:
@@ -159,13 +164,11 @@ class LoopGroupCommit:
         ts = self.cl.append_ts  # read before the positions: every record stamped <= ts is below them
         mfq = self.cl.mfq
         flushed = mfq.flushed_where
-        files = mfq.files
-        mf = mfq.find_mapped_file_by_offset(flushed, flushed == 0)
-        if mf is None:
-            return
+        files = mfq.files  # one snapshot (the queue replaces the list when segments come and go)
+        first = max(0, bisect.bisect_right(files, flushed, key=_file_from_offset) - 1)
         todo: list[tuple[MappedFile, int, int]] = []
         target = flushed
-        for seg in files[files.index(mf) :]:
+        for seg in files[first:]:
             wrote, before = seg.wrote_position, seg.flushed_position
             if seg.closed or len(todo) == MAX_FILES_PER_ROUND:
                 break
