@@ -26,9 +26,9 @@ from .mapped_file import MappedFile
 
 log = logging.getLogger(__name__)
 
-# A round may span segments (a roll between two rounds); more than this many in one round means the
-# previous rounds stopped long ago, and the rest wait for the next round.
-MAX_FILES_PER_ROUND = 8
+# A round may span segments (rolls since the last round); the context's slots bound how many one round
+# syncs (the rest wait for the next round). More than a couple means rounds stopped for a long while.
+AIO_SLOTS = 8
 RETRY_AFTER_FAILURE_S = 0.1
 
 
@@ -170,7 +170,7 @@ class LoopGroupCommit:
         target = flushed
         for seg in files[first:]:
             wrote, before = seg.wrote_position, seg.flushed_position
-            if seg.closed or len(todo) == MAX_FILES_PER_ROUND:
+            if seg.closed or len(todo) == self._ctx.slots:
                 break
             target = seg.file_from_offset + wrote
             if wrote > before:

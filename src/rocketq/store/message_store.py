@@ -32,7 +32,7 @@ from rocketq.protocol.properties import (
 from rocketq.protocol.record import FIXED_SIZE, MAGIC_CODE_V1, MAGIC_CODE_V2, body_crc
 from rocketq.protocol.record import decode_record as _decode_record
 
-from . import faultfs, linux_aio, mapped_file
+from . import faultfs, linux_aio, loop_flush, mapped_file
 from .checkpoint import StoreCheckpoint
 from .commit_log import CommitLog
 from .config import BrokerRole, FlushDiskType, StoreConfig
@@ -876,7 +876,7 @@ class MessageStore:
             os.close(fd)
         if why is None:
             try:
-                return linux_aio.FdsyncContext(4)
+                return linux_aio.FdsyncContext(loop_flush.AIO_SLOTS)
             except OSError as e:
                 why = str(e)
         log.warning("SYNC_FLUSH: native AIO unavailable (%s); fdatasync runs in a thread", why)

@@ -13,7 +13,7 @@ import pytest
 from store_helpers import HOST, config, msg
 from store_helpers import open_store as _open
 
-from rocketq.store import FlushDiskType, MessageStore, PutMessageStatus, linux_aio
+from rocketq.store import FlushDiskType, MessageStore, PutMessageStatus, linux_aio, loop_flush
 from rocketq.store.linux_aio import FdsyncContext
 
 
@@ -140,6 +140,29 @@ def test_appends_from_another_thread_and_across_segment_rolls(tmp_path):
             files = s.commit_log.mfq.files
             assert all(mf.flushed_position == mf.wrote_position for mf in files)
             assert s.flushed_phy_offset == s.max_phy_offset
+        finally:
+            s.shutdown()
+
+    asyncio.run(go())
+
+
+def test_more_unflushed_segments_than_slots_take_more_rounds(tmp_path, monkeypatch):
+    monkeypatch.setattr(loop_flush, "AIO_SLOTS", 2)
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        seen: list[int] = []
+        s = _store(tmp_path, seen.append, loop)  # 64 KiB segments
+        try:
+            await _until(lambda: s.flush_service._loop_thread)
+            assert s.flush_service._ctx.slots == 2
+            before = s.flush_service.sync_count
+            for _ in range(60):  # one callback: one round wanted, over 5 segments
+                r = s.put_message(msg(body=b"z" * 5000))
+            assert len(s.commit_log.mfq.files) >= 5
+            await _until(lambda: seen and seen[-1] >= r.flush_offset)
+            assert s.flush_service.sync_count - before >= 3  # 2 segments a round at most
+            assert all(mf.flushed_position == mf.wrote_position for mf in s.commit_log.mfq.files)
         finally:
             s.shutdown()
 
