@@ -538,7 +538,7 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
     mid = 1024 if 1024 in plan["sizes"] else plan["sizes"][0]
     wmax = max(plan["windows"])
     L.append(
-        f"CPU-seconds per million messages (server tree, publish + consume phases; the load generator's producer and consumer processes beside it: each system's own Python client) and bytes written to storage "
+        f"CPU-seconds per million messages (server tree, publish + consume phases, so not kernel workers: rocketq's tier-A fdatasync runs in one when submitted through native AIO; the load generator's producer and consumer processes beside it: each system's own Python client) and bytes written to storage "
         f"per message, {mid} B, W={wmax}; peak RSS (VmHWM of the server tree; rocketq's includes the mapped CommitLog pages it touched); backlog: fill at W=64 with 1 KiB for {plan['backlog_seconds']} s, "
         "drop the page cache (echo 1 > /proc/sys/vm/drop_caches), then a fresh consumer drains while a producer "
         "keeps publishing at 10 % of the fill rate; recovery (tier A): fill for "
@@ -666,8 +666,10 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
         L.append(
             "A separate pass after the repetitions: 1 KiB, W=64 closed loop, py-spy record --threads on the broker "
             "pid; idle waits (Condition/Event.wait, sleeps) dropped. `Runner.run` self time is native code (uvloop, "
-            "syscalls) and, on a loaded machine, time spent runnable but waiting for the CPU; fdatasync shows as "
-            "`MappedFile.flush` in the GroupCommitService thread."
+            "syscalls) and, on a loaded machine, time spent runnable but waiting for the CPU. Tier A's fdatasync: "
+            "with native AIO (`syncFlushNativeAio`, the default) the loop submits it (`FdsyncContext.submit`) and a "
+            "kernel worker runs it, outside the broker's process and so outside these samples and its CPU figures; "
+            "with the thread fallback it shows as `MappedFile.flush` in the GroupCommitService thread."
         )
         L.append("")
         for tier, pr in profiles.items():
