@@ -1,7 +1,8 @@
 """SYNC_FLUSH acknowledgements on the event loop without a thread hand-off per message.
 
-The store's group-commit thread reports each fdatasync round once (MessageStore.set_flush_listener); one
-call_soon_threadsafe per round then resolves, in offset order, every waiter that round covered. A waiter
+The store reports each fdatasync round once, on the loop (MessageStore.set_loop_flush_listener: the loop
+drives the rounds through native AIO, or the group-commit thread hands each over with one
+call_soon_threadsafe); advance() then resolves, in offset order, every waiter that round covered. A waiter
 not covered within syncFlushTimeout is answered False (the send answers FLUSH_DISK_TIMEOUT): checked after
 every round, as the store's own requests are, and by one loop timer in case rounds stop coming (a stalled
 disk), as RocketMQ's waiting side does.
@@ -32,14 +33,6 @@ class FlushWaiter:
 
     def __len__(self) -> int:
         return len(self._q)
-
-    # -- group-commit thread --------------------------------------------------------------------
-    def on_round(self, flushed_offset: int) -> None:
-        """The store's round listener (any thread): hand the round to the loop, once."""
-        try:
-            self._loop.call_soon_threadsafe(self.advance, flushed_offset)
-        except RuntimeError:  # loop closed (shutdown): nobody is waiting any more
-            pass
 
     # -- loop thread ------------------------------------------------------------------------------
     def add(self, end_offset: int, callback: FlushCallback) -> None:

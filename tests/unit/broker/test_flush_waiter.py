@@ -1,9 +1,9 @@
-"""FlushWaiter: SYNC_FLUSH acknowledgements resolved on the loop, one hand-off per group-commit round."""
+"""FlushWaiter: SYNC_FLUSH acknowledgements resolved on the loop, once per group-commit round (the store's
+hand-off of rounds to the loop is tested in tests/unit/store/test_loop_flush.py)."""
 
 from __future__ import annotations
 
 import asyncio
-import threading
 
 from rocketq.broker.flush_waiter import FlushWaiter
 
@@ -22,18 +22,6 @@ def test_round_resolves_the_covered_prefix_in_order():
         w.add(150, lambda ok: got.append((150, ok)))  # already covered: answered at once
         assert got[-1] == (150, True)
         w.close()
-
-    asyncio.run(go())
-
-
-def test_round_reported_from_another_thread():
-    async def go():
-        loop = asyncio.get_running_loop()
-        w = FlushWaiter(loop, 5.0)
-        fut = loop.create_future()
-        w.add(10, fut.set_result)
-        threading.Thread(target=w.on_round, args=(10,)).start()
-        assert await asyncio.wait_for(fut, 2) is True
 
     asyncio.run(go())
 
@@ -74,7 +62,7 @@ def test_round_times_out_expired_waiters_it_does_not_cover():
     asyncio.run(go())
 
 
-def test_close_answers_false_and_on_round_after_loop_close_is_harmless():
+def test_close_answers_false_after_the_loop_closed():
     loop = asyncio.new_event_loop()
     try:
         w = FlushWaiter(loop, 5.0)
@@ -84,4 +72,3 @@ def test_close_answers_false_and_on_round_after_loop_close_is_harmless():
         loop.close()
     w.close()
     assert got == [False]
-    w.on_round(10)  # the store's final round after the loop is gone
