@@ -411,8 +411,14 @@ def encode_batch(messages: Iterable[tuple[bytes, int, dict[str, str] | str]]) ->
 
 def decode_batch(buffer) -> list[BatchMessage]:
     """Inner messages of a batch body; ProtocolError on malformed input."""
+    return [BatchMessage(body, flag, props) for body, flag, props in decode_batch_raw(buffer)]
+
+
+def decode_batch_raw(buffer) -> list[tuple[memoryview, int, memoryview]]:
+    """(body, flag, property bytes) of each inner message, views into the batch body, properties not
+    parsed; ProtocolError on malformed input."""
     view = buffer if isinstance(buffer, memoryview) else memoryview(buffer)
-    out: list[BatchMessage] = []
+    out: list[tuple[memoryview, int, memoryview]] = []
     pos, end = 0, len(view)
     while pos < end:
         if end - pos < 22:
@@ -427,7 +433,7 @@ def decode_batch(buffer) -> list[BatchMessage]:
         p += 2
         if plen < 0 or p + plen > pos + total:
             raise ProtocolError("bad batch properties length")
-        out.append(BatchMessage(body, flag, view[p : p + plen]))
+        out.append((body, flag, view[p : p + plen]))
         pos += total
     return out
 

@@ -247,11 +247,16 @@ class CommitLog:
             pad = min(-(pos + total) % OS_PAGE_SIZE, self.file_size - pos - total) if self._pad else 0
             buf = bytearray(total + pad) if self._pwrite else mf.mm  # zero padding: see __init__
             at = 0 if self._pwrite else pos
+            host: tuple[str, int] | None = None
+            born_ip4 = b""
             for (m, pb, crc, _), size in zip(items, sizes, strict=True):
                 phys = mf.file_from_offset + pos
+                if m.born_host is not host:  # a batch comes from one host
+                    host = m.born_host
+                    born_ip4 = _ip_cache.get(host[0]) or ip4_bytes(host[0])
                 encode_record_into(
                     buf, at, m.body, tb, pb, queue_id, m.flag, qoff, phys, m.sys_flag, m.born_timestamp,
-                    ip4_bytes(m.born_host[0]), m.born_host[1], store_ts, store_ip4, store_port,
+                    born_ip4, m.born_host[1], store_ts, store_ip4, store_port,
                     m.reconsume_times, m.prepared_transaction_offset, crc,
                 )  # fmt: skip
                 phys_list.append(phys)

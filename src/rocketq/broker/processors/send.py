@@ -37,6 +37,7 @@ from rocketq.protocol.properties import (
     RETRY_GROUP_TOPIC_PREFIX,
     SCHEDULE_TOPIC,
     TRANS_HALF_TOPIC,
+    decode_properties,
     string_to_properties,
 )
 from rocketq.protocol.sysflag import TRANSACTION_PREPARED_TYPE, TRANSACTION_TYPE_MASK
@@ -456,6 +457,59 @@ class SendProcessor:
         return send_ok_response(request, code, msg_id, queue_id, result.queue_offset, self._ok_strings)
 
     # -- batch -------------------------------------------------------------------------------
+    def _plain_batch(self, channel: Channel, h: SendMessageRequestHeader, inner: list) -> list | None:
+        """The batch's records as _send_plain stores a single message: the client's property string plus
+        CLUSTER, tags hashed from it, no dict round trip. None if a message asks for a delay level (the
+        general path rejects it)."""
+        suffix, pair = self._cluster_suffix, self._cluster_pair
+        born_host = channel.attrs.get("born_host") or born_host_of(channel)
+        topic, queue_id, sys_flag, born_ts = h.topic, h.queue_id, h.sys_flag, h.born_timestamp
+        new = self.MessageToStore
+        msgs = []
+        for body, flag, praw in inner:
+            raw = bytes(praw).decode("utf-8", "replace") if len(praw) else ""
+            if "DELAY\x01" in raw:
+                return None
+            if raw.endswith("\x02"):
+                raw = raw[:-1]
+            tags = _last_value(raw, "TAGS") if "TAGS\x01" in raw else None
+            # positional, in MessageToStore's field order (see _send_plain)
+            msgs.append(
+                new(topic, queue_id, body, flag, {}, sys_flag, born_ts, born_host, 0, 0,
+                    tag_hash_code(tags) if tags else 0, (raw + suffix if raw else pair).encode())
+            )  # fmt: skip
+        return msgs
+
+    def _batch_records(
+        self, channel: Channel, h: SendMessageRequestHeader, inner: list, batch_props: dict[str, str]
+    ) -> list | None:
+        """The general batch path: each message's properties parsed and merged with the batch's own
+        (which win, as in RocketMQ), CLUSTER added. None if a message asks for a delay level."""
+        if PROPERTY_DELAY_TIME_LEVEL in batch_props:
+            return None
+        batch_props[PROPERTY_CLUSTER] = self.cluster
+        born_host = born_host_of(channel)
+        msgs = []
+        for body, flag, praw in inner:
+            props = decode_properties(praw) if len(praw) else {}
+            if PROPERTY_DELAY_TIME_LEVEL in props:
+                return None
+            props.update(batch_props)
+            msgs.append(
+                self.MessageToStore(
+                    topic=h.topic,
+                    queue_id=h.queue_id,
+                    body=body,
+                    flag=flag,
+                    properties=props,
+                    sys_flag=h.sys_flag,
+                    born_timestamp=h.born_timestamp,
+                    born_host=born_host,
+                    reconsume_times=0,
+                )
+            )
+        return msgs
+
     def _send_batch(self, channel: Channel, request: RemotingCommand, h: SendMessageRequestHeader):
         body = request.body
         if len(body) > self.max_size:
@@ -468,40 +522,24 @@ class SendProcessor:
                 ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group " + h.topic
             )
         try:
-            inner = rec.decode_batch(body)
+            inner = rec.decode_batch_raw(body)
         except ProtocolError as exc:
             return request.response(ResponseCode.MESSAGE_ILLEGAL, f"bad batch body: {exc}")
         if not inner:
             return request.response(ResponseCode.MESSAGE_ILLEGAL, "empty batch")
         batch_props = string_to_properties(h.properties or "")
-        batch_props.pop("WAIT", None)
-        if PROPERTY_DELAY_TIME_LEVEL in batch_props:
-            return request.response(
-                ResponseCode.MESSAGE_ILLEGAL, "batch message does not support delay level"
-            )
-        batch_props[PROPERTY_CLUSTER] = self.cluster
-        born_host = born_host_of(channel)
-        msgs = []
-        topic, queue_id = h.topic, h.queue_id
-        for m in inner:
-            props = m.properties
-            if PROPERTY_DELAY_TIME_LEVEL in props:
+        wait = batch_props.pop("WAIT", None)
+        # nothing but WAIT at the batch level (what clients send): each record keeps its own property string
+        msgs = self._plain_batch(channel, h, inner) if not batch_props else None
+        if msgs is None:
+            msgs = self._batch_records(channel, h, inner, batch_props)
+            if msgs is None:
                 return request.response(
                     ResponseCode.MESSAGE_ILLEGAL, "batch message does not support delay level"
                 )
-            props.update(batch_props)
-            msgs.append(
-                self.MessageToStore(
-                    topic=topic,
-                    queue_id=queue_id,
-                    body=m.body,
-                    flag=m.flag,
-                    properties=props,
-                    sys_flag=h.sys_flag,
-                    born_timestamp=h.born_timestamp,
-                    born_host=born_host,
-                    reconsume_times=0,
-                )
-            )
+        topic, queue_id = h.topic, h.queue_id
         result = self.ctl.store.put_messages(topic, queue_id, msgs)
+        if wait == "false":  # waitStoreMsgOK=false: answer without waiting for the flush
+            result.flush_future = None
+            result.flush_offset = 0
         return self._respond(request, result, queue_id)
