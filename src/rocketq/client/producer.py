@@ -14,6 +14,14 @@ from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.remoting import RemotingError
 
+from .accumulator import (
+    DEFAULT_BATCH_MAX_BYTES,
+    DEFAULT_BATCH_MAX_DELAY_MS,
+    DEFAULT_TOTAL_BATCH_MAX_BYTES,
+    EncodedBatch,
+    ProduceAccumulator,
+    check_batch_settings,
+)
 from .codec import (
     SYSFLAG_COMPRESSED,
     SYSFLAG_TRANSACTION_PREPARED,
@@ -116,6 +124,10 @@ class Producer:
         client_config: ClientConfig | None = None,
         enable_msg_trace: bool = False,
         customized_trace_topic: str | None = None,
+        auto_batch: bool = False,
+        batch_max_delay_ms: int = DEFAULT_BATCH_MAX_DELAY_MS,
+        batch_max_bytes: int = DEFAULT_BATCH_MAX_BYTES,
+        total_batch_max_bytes: int = DEFAULT_TOTAL_BATCH_MAX_BYTES,
         _instance: MQClientInstance | None = None,
     ) -> None:
         self.group = group
@@ -141,6 +153,82 @@ class Producer:
         self.enable_msg_trace = enable_msg_trace
         self.customized_trace_topic = customized_trace_topic
         self._trace: TraceDispatcher | None = None
+        check_batch_settings(batch_max_delay_ms, batch_max_bytes, total_batch_max_bytes)
+        self._batch_settings = (batch_max_delay_ms, batch_max_bytes, total_batch_max_bytes)
+        self._accumulator: ProduceAccumulator | None = None
+        self._retired: ProduceAccumulator | None = None  # switched off while holding messages
+        self.auto_batch = auto_batch
+
+    # -- autoBatch (accumulator.py) ----------------------------------------------------------------
+    @property
+    def auto_batch(self) -> bool:
+        """RocketMQ 5's autoBatch: concurrent single sends to one topic travel as batch requests."""
+        return self._accumulator is not None
+
+    @auto_batch.setter
+    def auto_batch(self, on: bool) -> None:
+        if on and self._accumulator is None:
+            self._accumulator = ProduceAccumulator(self, *self._batch_settings)
+        elif not on and self._accumulator is not None:
+            self._accumulator.flush_all()  # what it holds still leaves (and is drained at shutdown)
+            self._retired = self._accumulator
+            self._accumulator = None
+
+    def _batch_setting(self, i: int, value: int) -> None:
+        settings = list(self._batch_settings)
+        settings[i] = value
+        check_batch_settings(*settings)
+        self._batch_settings = (settings[0], settings[1], settings[2])
+        acc = self._accumulator
+        if acc is not None:
+            acc.max_delay_ms, acc.max_bytes, acc.total_max_bytes = self._batch_settings
+
+    @property
+    def batch_max_delay_ms(self) -> int:
+        return self._batch_settings[0]
+
+    @batch_max_delay_ms.setter
+    def batch_max_delay_ms(self, value: int) -> None:
+        self._batch_setting(0, value)
+
+    @property
+    def batch_max_bytes(self) -> int:
+        return self._batch_settings[1]
+
+    @batch_max_bytes.setter
+    def batch_max_bytes(self, value: int) -> None:
+        self._batch_setting(1, value)
+
+    @property
+    def total_batch_max_bytes(self) -> int:
+        return self._batch_settings[2]
+
+    @total_batch_max_bytes.setter
+    def total_batch_max_bytes(self, value: int) -> None:
+        self._batch_setting(2, value)
+
+    def _accumulate(
+        self, msg: Message, queue: MessageQueue | None, selector: Selector | None, timeout_s: float
+    ) -> asyncio.Future[SendResult] | None:
+        """The future of a send the accumulator took, or None if this one goes alone."""
+        acc = self._accumulator
+        if acc is None or selector is not None or not acc.batchable(msg):
+            return None
+        if queue is not None and queue.topic != msg.topic:
+            raise MQClientError(-1, "message's topic not equal mq's topic")
+        return acc.add(msg, queue, timeout_s)
+
+    async def _send_batched(
+        self, msgs: Message | EncodedBatch, topic: str, queue: MessageQueue | None, timeout_s: float
+    ) -> SendResult:
+        """The accumulator's request: to the caller's queue as send(msg, queue) does (no retry), else
+        through the retry loop of a synchronous send."""
+        if queue is not None:
+            r = await self._send_to_queue(msgs, queue, timeout_s)
+        else:
+            r = await self._send_default(msgs, topic, 1 + self.retry_times_when_send_failed, timeout_s)
+        assert r is not None  # not one-way
+        return r
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -162,6 +250,10 @@ class Producer:
     async def shutdown(self) -> None:
         if not self._started:
             return
+        for acc in (self._accumulator, self._retired):
+            if acc is not None:  # what is still held leaves now, while the producer can send
+                acc.flush_all()
+                await acc.drain()
         self._started = False
         if self._pending:
             await asyncio.gather(*list(self._pending), return_exceptions=True)
@@ -284,7 +376,14 @@ class Producer:
         ext["i"] = properties_to_string(props)
         return ext
 
-    def _build_request(self, msgs: Message | list[Message], mq: MessageQueue) -> tuple[RemotingCommand, str]:
+    def _build_request(
+        self, msgs: Message | list[Message] | EncodedBatch, mq: MessageQueue
+    ) -> tuple[RemotingCommand, str]:
+        if type(msgs) is EncodedBatch:
+            ext = self._header(
+                mq.topic, mq.queue_id, 0, 0, {PROPERTY_WAIT: "true" if msgs.wait else "false"}, True
+            )
+            return RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, ext, msgs.body), msgs.ids
         if isinstance(msgs, list):
             prop_strings = []
             ids = []
@@ -309,7 +408,11 @@ class Producer:
 
     # -- sending ---------------------------------------------------------------------------------
     async def _send_to_queue(
-        self, msgs: Message | list[Message], mq: MessageQueue, timeout_s: float, oneway: bool = False
+        self,
+        msgs: Message | list[Message] | EncodedBatch,
+        mq: MessageQueue,
+        timeout_s: float,
+        oneway: bool = False,
     ) -> SendResult | None:
         inst = self.instance
         addr = inst.find_broker_addr(mq.broker_name)  # known broker: no coroutine
@@ -343,7 +446,7 @@ class Producer:
 
     async def _send_default(
         self,
-        msgs: Message | list[Message],
+        msgs: Message | list[Message] | EncodedBatch,
         topic: str,
         times_total: int,
         timeout_s: float,
@@ -462,6 +565,11 @@ class Producer:
                 first.queue_offset,
             )
         self._check_message(msg)
+        if (
+            self._accumulator is not None
+            and (fut := self._accumulate(msg, queue, selector, timeout_s)) is not None
+        ):
+            return await fut
         if queue is None and selector is None and self._trace is None:
             # what _send_traced -> _send_one_or_batch do for this case, two coroutines fewer per send
             total = 1 + self.retry_times_when_send_failed
@@ -538,6 +646,11 @@ class Producer:
             if isinstance(msg, Sequence) and not isinstance(msg, Message):
                 return await self.send(msg, queue, selector, arg, timeout)
             self._check_message(msg)
+            if (
+                self._accumulator is not None
+                and (fut := self._accumulate(msg, queue, selector, timeout_s)) is not None
+            ):
+                return await fut
             return await self._send_traced(
                 msg,
                 msg.topic,
