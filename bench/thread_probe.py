@@ -97,7 +97,10 @@ async def wait_port(port: int, timeout: float = 30) -> None:
     raise TimeoutError(f"port {port}")
 
 
-async def closed_loop(cl: RocketqClient, topic: str, size: int, window: int, seconds: float) -> int:
+async def closed_loop(
+    cl: RocketqClient, topic: str, size: int, window: int, seconds: float, batch: int = 0
+) -> int:
+    """Closed loop, `window` sends in flight; with `batch`, each send is a batch of that many messages."""
     buf = payload_template(size)
     end = time.monotonic() + seconds
     n = 0
@@ -108,9 +111,12 @@ async def closed_loop(cl: RocketqClient, topic: str, size: int, window: int, sec
         nonlocal n
         while time.monotonic() < end:
             t = time.monotonic_ns()
-            await cl.publish(topic, stamp(buf, t))
+            if batch:
+                await cl.publish_batch(topic, [stamp(buf, t) for _ in range(batch)])
+            else:
+                await cl.publish(topic, stamp(buf, t))
             lat.append(time.monotonic_ns() - t)
-            n += 1
+            n += batch or 1
 
     await asyncio.gather(*(one() for _ in range(window)))
     lat.sort()
@@ -254,7 +260,14 @@ async def main_async(a: argparse.Namespace) -> None:
         proc, ns, bp = start_broker(root, a.tier, a.broker_cpu, a.conf)
         try:
             await wait_port(bp)
-            cl = RocketqClient({"namesrv": f"127.0.0.1:{ns}", "broker": f"127.0.0.1:{bp}"})
+            cl = RocketqClient(
+                {
+                    "namesrv": f"127.0.0.1:{ns}",
+                    "broker": f"127.0.0.1:{bp}",
+                    "auto_batch": a.auto_batch,
+                    "batch_max_bytes": a.batch_max_bytes,
+                }
+            )
             await cl.prepare("probe")
             await cl.connect("producer")
             await closed_loop(cl, "probe", a.size, a.window, 0.5)  # warm-up
@@ -279,7 +292,7 @@ async def main_async(a: argparse.Namespace) -> None:
                 t0 = thread_times(proc.pid, names)
                 c0 = time.process_time()
                 w0, k0 = time.monotonic(), cpu_ticks()
-                n = await closed_loop(cl, "probe", a.size, a.window, a.seconds)
+                n = await closed_loop(cl, "probe", a.size, a.window, a.seconds, a.batch)
                 el, k1 = time.monotonic() - w0, cpu_ticks()
                 t1 = thread_times(proc.pid, names)
                 c1 = time.process_time()
@@ -308,6 +321,9 @@ def main() -> None:
     ap.add_argument("--drain", type=int, default=0, help="time consumers draining this many messages instead")
     ap.add_argument("--pull-batch", type=int, default=RocketqClient.pull_batch_size)
     ap.add_argument("--pyspy", default="", help="py-spy raw samples of the first phase go here")
+    ap.add_argument("--batch", type=int, default=0, help="closed loop of batch sends of this many messages")
+    ap.add_argument("--auto-batch", action="store_true", help="the producer's auto_batch on (single sends)")
+    ap.add_argument("--batch-max-bytes", type=int, default=0, help="with --auto-batch: batch_max_bytes")
     ap.add_argument("--open-rate", type=float, default=0, help="open loop at this msg/s (ack latency)")
     a = ap.parse_args()
     try:

@@ -181,6 +181,7 @@ class Client:
     """Async client of one system. ``publish`` returns once the broker acknowledged per its tier."""
 
     supports_batch = False
+    supports_auto_batch = False  # publish_auto: a producer that groups concurrent single sends itself
 
     def __init__(self, args: dict[str, Any]) -> None:
         self.args = args
@@ -199,6 +200,10 @@ class Client:
         raise NotImplementedError
 
     async def publish_batch(self, topic: str, bodies: list[bytes]) -> None:
+        raise NotImplementedError
+
+    async def publish_auto(self, topic: str, body: bytes) -> None:
+        """One message, acknowledged on its own, through the client's automatic batching."""
         raise NotImplementedError
 
     async def subscribe(self, topic: str, group: str, on_bodies: OnBodies, m: Membership = SOLO) -> None:

@@ -10,6 +10,8 @@ from collections.abc import Iterable
 
 TS = struct.Struct(">q")  # intended send time (time.monotonic_ns, system-wide on Linux) at the head of a body
 WARMUP_TS = 0  # bodies stamped 0 are warm-up messages: consumers skip them
+# A cell's "batch" value for single sends through a producer that groups them itself (rocketq auto_batch)
+AUTO_BATCH = -1
 
 
 def payload_template(size: int) -> bytearray:

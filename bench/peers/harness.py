@@ -25,7 +25,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .common import cpu_ticks, now_ns, steal_share, taskset
+from .common import AUTO_BATCH, cpu_ticks, now_ns, steal_share, taskset
 from .install import ensure_all, unavailable_systems
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -41,11 +41,19 @@ SYSTEM_MODULES = {
 SERVER_CPU, CLIENT_CPU = 1, 0
 
 
+def batch_label(batch: int) -> str:
+    return " auto-batch" if batch == AUTO_BATCH else f" batch{batch}" if batch else ""
+
+
 @dataclass
 class Plan:
     sizes: list[int] = field(default_factory=lambda: [128, 1024, 4096])
     windows: list[int] = field(default_factory=lambda: [1, 64])
     batch: int = 32  # rocketq batch send: messages per request
+    # (size, window) cells of single sends through rocketq's auto_batch producer (RocketMQ 5's autoBatch)
+    auto_batch_cells: list[tuple[int, int]] = field(
+        default_factory=lambda: [(128, 64), (1024, 64), (4096, 64), (1024, 256)]
+    )
     seconds: float = 1.0  # closed-loop max-rate phase
     lat_seconds: float = 3.0  # open-loop latency phase (p99 from >= 30 samples even at W=1, tier A)
     lat_fraction: float = 0.5  # open-loop rate = this x the cell's max sustainable rate
@@ -85,6 +93,7 @@ def smoke_plan() -> Plan:
         sizes=[1024],
         windows=[1, 64],
         batch=8,
+        auto_batch_cells=[(1024, 64)],
         seconds=0.25,
         lat_seconds=0.25,
         sus_ladder=(0.5, 0.2),
@@ -226,6 +235,8 @@ class Runner:
             if mod.CLIENT.supports_batch and self.plan.batch:
                 mid = 1024 if 1024 in self.plan.sizes else self.plan.sizes[0]
                 cells += [(mid, w, self.plan.batch) for w in self.plan.windows]
+            if mod.CLIENT.supports_auto_batch:
+                cells += [(s, w, AUTO_BATCH) for s, w in self.plan.auto_batch_cells]
             noise_cell = (1024 if 1024 in self.plan.sizes else self.plan.sizes[0], max(self.plan.windows), 0)
             cells.append(noise_cell)  # the same config twice: the noise floor
             repeat_at = len(cells) - 1
@@ -239,7 +250,7 @@ class Runner:
                 cell["repeat"] = repeat
                 out["cells"].append(cell)
                 self.say(
-                    f"{system}/{tier} rep{rep} {size}B w{window}{f' batch{batch}' if batch else ''}: "
+                    f"{system}/{tier} rep{rep} {size}B w{window}{batch_label(batch)}: "
                     f"pub {cell['pub_rate']:.0f}/s cons {cell.get('cons_rate') or 0:.0f}/s "
                     f"ack p50 {cell.get('lat_ack', {}).get('p50', '-')} us "
                     f"e2e p50 {cell.get('lat_e2e', {}).get('p50', '-')} us"
@@ -399,13 +410,14 @@ class Runner:
                 cpu_cons_us=(cpu2 - cpu1) / max(1, d["n"]) * 1e6,
             )
         # 3. the max sustainable rate: open loop with a live consumer, top down from the closed-loop max
-        if not batch and n:
-            cell.update(self.find_sustainable(prod, cons, size, window, cell["pub_rate"], r["ack"]))
+        if batch <= 0 and n:  # single sends (auto-batched ones too: each is acknowledged on its own)
+            cell.update(self.find_sustainable(prod, cons, size, window, cell["pub_rate"], r["ack"], batch))
         # 4. open-loop latency at fractions of the sustainable rate (the closed-loop max if none was found)
-        if not batch and n:
+        if batch <= 0 and n:
             base = cell.get("sus_rate") or cell["pub_rate"]
             cell["lat_base"] = "sustained" if cell.get("sus_rate") else "closed"
-            lat = self.open_run(prod, cons, size, window, max(1.0, base * p.lat_fraction), p.lat_seconds)
+            rate = max(1.0, base * p.lat_fraction)
+            lat = self.open_run(prod, cons, size, window, rate, p.lat_seconds, batch=batch)
             if lat["short_stored"] is not None:
                 cell["lat_short_stored"] = lat["short_stored"]
             cell.update(
@@ -418,7 +430,9 @@ class Runner:
             )
             # latency against load: more fractions, on one cell per system/tier
             for frac in p.lat_curve if curve else ():
-                pt = self.open_run(prod, cons, size, window, max(1.0, base * frac), p.lat_seconds)
+                pt = self.open_run(
+                    prod, cons, size, window, max(1.0, base * frac), p.lat_seconds, batch=batch
+                )
                 cell.setdefault("lat_curve", {})[str(frac)] = {
                     k: pt[k] for k in ("rate", "n", "ack", "e2e", "consumed")
                 }
@@ -433,12 +447,16 @@ class Runner:
         rate: float,
         seconds: float,
         max_late_ms: float | None = None,
+        batch: int = 0,
     ) -> dict[str, Any]:
-        """Publish at a fixed rate to a new topic while a fresh consumer group receives it."""
+        """Publish at a fixed rate to a new topic while a fresh consumer group receives it (batch: 0, or
+        AUTO_BATCH for single sends through the client's own batching)."""
         t = self.name("open")
         prod.call({"op": "prepare", "topics": [t]}, 90)
         cons.call({"op": "subscribe", "topic": t, "group": self.name("g")}, 90)
         cmd = {"op": "produce", "topic": t, "size": size, "window": window, "rate": rate, "seconds": seconds}
+        if batch:
+            cmd["batch"] = batch
         if max_late_ms:
             cmd["max_late_ms"] = max_late_ms
         lr = prod.call(cmd, seconds + 120)
@@ -456,7 +474,14 @@ class Runner:
         }
 
     def find_sustainable(
-        self, prod: Worker, cons: Worker, size: int, window: int, top: float, closed_ack: dict[str, Any]
+        self,
+        prod: Worker,
+        cons: Worker,
+        size: int,
+        window: int,
+        top: float,
+        closed_ack: dict[str, Any],
+        batch: int = 0,
     ) -> dict[str, Any]:
         """The highest rate, down a ladder of fractions of the closed-loop max (then once between the first
         that held and the one above it), that a system keeps up with: every send started on time, every
@@ -470,7 +495,7 @@ class Runner:
 
         def step(frac: float, refine: bool = False) -> dict[str, Any]:
             rate = max(1.0, top * frac)
-            s = self.open_run(prod, cons, size, window, rate, p.sus_seconds, p.sus_max_late_ms)
+            s = self.open_run(prod, cons, size, window, rate, p.sus_seconds, p.sus_max_late_ms, batch)
             s["fraction"], s["refine"] = frac, refine
             s["ok"] = (
                 not s["behind"]

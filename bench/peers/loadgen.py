@@ -23,7 +23,16 @@ if __package__ in (None, ""):  # run as a script: make "bench.peers" importable
     __package__ = "bench.peers"
 
 from bench.peers.base import Membership
-from bench.peers.common import TS, WARMUP_TS, new_hist, now_ns, payload_template, percentiles, stamp
+from bench.peers.common import (
+    AUTO_BATCH,
+    TS,
+    WARMUP_TS,
+    new_hist,
+    now_ns,
+    payload_template,
+    percentiles,
+    stamp,
+)
 
 SYSTEMS = {
     "rocketq": "sys_rocketq",
@@ -62,7 +71,7 @@ class Worker:
         buf = payload_template(size)
         # every client (producer) gets `window` publishes in flight of its own
         sends = [self._sender(cl, topic, buf, batch) for cl in self.clients]
-        per = batch or 1
+        per = batch if batch > 0 else 1
         if c.get("warmup_s"):
             await self._closed(sends, window, float(c["warmup_s"]), warm=True)
         hist = new_hist()
@@ -82,7 +91,11 @@ class Worker:
 
     @staticmethod
     def _sender(cl: Any, topic: str, buf: bytearray, batch: int) -> Any:
-        if batch:
+        if batch == AUTO_BATCH:
+
+            async def send(ts: int) -> None:
+                await cl.publish_auto(topic, stamp(buf, ts))
+        elif batch:
 
             async def send(ts: int) -> None:
                 body = stamp(buf, ts)

@@ -65,6 +65,7 @@ class RocketqServer(Server):
 
 class RocketqClient(Client):
     supports_batch = True
+    supports_auto_batch = True
     # 256 messages per pull and per listener call, like the peers' consumers (NATS fetch 256, RabbitMQ
     # prefetch 256, Redis XREAD COUNT 512); the broker lets a pull carry that many (PULL_BATCH_CONF)
     pull_batch_size = 256
@@ -75,6 +76,7 @@ class RocketqClient(Client):
         self._msg = Message
         self.consumer: Any = None
         self.producer: Any = None
+        self.auto_producer: Any = None
         if role != "producer":
             return
         self.producer = Producer(
@@ -83,8 +85,20 @@ class RocketqClient(Client):
             instance_name=f"bench-p{self.args.get('member', 0)}",  # a shape's producers: one client each
             send_msg_timeout=15000,
             compress_msg_body_over_howmuch=1 << 30,  # bodies are random: never compress (no peer does)
+            auto_batch=bool(self.args.get("auto_batch")),  # thread_probe --auto-batch
+            **({"batch_max_bytes": self.args["batch_max_bytes"]} if self.args.get("batch_max_bytes") else {}),
         )
         await self.producer.start()
+        # the auto-batch cells: another producer of the same client instance (one connection), auto_batch on
+        self.auto_producer = Producer(
+            "bench_pg_auto",
+            namesrv=self.args["namesrv"],
+            instance_name=f"bench-p{self.args.get('member', 0)}",
+            send_msg_timeout=15000,
+            compress_msg_body_over_howmuch=1 << 30,
+            auto_batch=True,
+        )
+        await self.auto_producer.start()
 
     async def prepare(self, topic: str, queues: int | None = None, groups: list[str] | None = None) -> None:
         from rocketq.admin.client import AdminClient, TopicConfig
@@ -109,6 +123,11 @@ class RocketqClient(Client):
 
     async def publish(self, topic: str, body: bytes) -> None:
         r = await self.producer.send(self._msg(topic, body))
+        if r.status.name != "SEND_OK":
+            raise RuntimeError(f"send status {r.status.name}")
+
+    async def publish_auto(self, topic: str, body: bytes) -> None:
+        r = await self.auto_producer.send(self._msg(topic, body))
         if r.status.name != "SEND_OK":
             raise RuntimeError(f"send status {r.status.name}")
 
@@ -169,8 +188,9 @@ class RocketqClient(Client):
 
     async def close(self) -> None:
         await self.unsubscribe()
-        if self.producer is not None:
-            await self.producer.shutdown()
+        for p in (self.auto_producer, self.producer):
+            if p is not None:
+                await p.shutdown()
 
 
 SERVER = RocketqServer
