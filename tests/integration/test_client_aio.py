@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 from tests.helpers.procs import RocketqProcess
-from tests.interop.standalone import mqadmin_ok, start_standalone
+from tests.interop.standalone import new_topic, start_standalone
 
 from rocketq import aio
 from rocketq.client.api import MQClientAPI
@@ -27,11 +27,7 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Rocke
 
 
 def create_topic(namesrv: str, queues: int = 4) -> str:
-    topic = f"A_{uuid.uuid4().hex[:10]}"
-    mqadmin_ok(
-        namesrv, "updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", str(queues), "-w", str(queues)
-    )
-    return topic
+    return new_topic(namesrv, queues, "A")
 
 
 def test_async_producer_and_coroutine_listener(standalone: tuple[RocketqProcess, str]) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tests.interop.standalone import Standalone, mqadmin_ok, start_standalone
+from tests.interop.standalone import Standalone, new_topic, start_standalone
 
 from rocketq import aio
 from rocketq.admin.client import AdminClient
@@ -28,12 +28,8 @@ def sa(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
     s.stop()
 
 
-def create_topic(namesrv: str, queues: int = 2) -> str:
-    topic = f"AB_{uuid.uuid4().hex[:10]}"
-    mqadmin_ok(
-        namesrv, "updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", str(queues), "-w", str(queues)
-    )
-    return topic
+def create_topic(namesrv: str) -> str:
+    return new_topic(namesrv, 2, "AB")
 
 
 def record_requests(producer: aio.Producer) -> list[tuple[int, int]]:

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,6 +88,15 @@ def mqadmin_ok(namesrv: str, *args: str) -> str:
     code, text = mqadmin(namesrv, *args)
     assert code == 0, f"mqadmin {' '.join(args)} exited {code}:\n{text}"
     return text
+
+
+def new_topic(namesrv: str, queues: int = 4, prefix: str = "T") -> str:
+    """A fresh topic on DefaultCluster (mqadmin updateTopic), ``queues`` read and write queues."""
+    topic = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    mqadmin_ok(
+        namesrv, "updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", str(queues), "-w", str(queues)
+    )
+    return topic
 
 
 def rows(text: str) -> list[dict[str, str]]:
