@@ -229,3 +229,23 @@ def test_settings_are_checked() -> None:
     assert p.auto_batch and p._accumulator is not None and p._accumulator.max_bytes == 4096
     with pytest.raises(ValueError):
         p.batch_max_delay_ms = 40_000
+
+
+def test_switching_off_from_the_sync_facade_sends_what_is_held(sa: Standalone) -> None:
+    import rocketq
+
+    topic = create_topic(sa.namesrv)
+    with rocketq.Producer(
+        f"PG_{uuid.uuid4().hex[:6]}", namesrv=sa.namesrv, auto_batch=True, batch_max_delay_ms=30_000
+    ) as p:
+        p.send(rocketq.Message(topic, b"warm", delay_level=1))  # alone: route and connection
+        futures = [p.send_async(rocketq.Message(topic, b"held-%d" % i)) for i in range(3)]
+        time.sleep(0.3)
+        assert not any(f.done() for f in futures)  # held by the 30 s delay
+        t0 = time.monotonic()
+        p.auto_batch = False  # from this thread, not the client's loop: handed to the loop
+        results = [f.result(timeout=10) for f in futures]
+        assert time.monotonic() - t0 < 10
+        assert all(r.status is rocketq.SendStatus.SEND_OK for r in results)
+        assert len({r.queue_offset for r in results}) == 3
+        assert not p.auto_batch

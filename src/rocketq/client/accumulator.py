@@ -106,6 +106,12 @@ class ProduceAccumulator:
         self.held_bytes = 0  # encoded bytes in open and in-flight batches
         self._open: dict[tuple[str, MessageQueue | None, bool], _Open] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop the open batches wait on
+
+    @property
+    def idle(self) -> bool:
+        """Nothing open and nothing in flight."""
+        return not self._open and not self._tasks
 
     def batchable(self, msg: Message) -> bool:
         return (
@@ -129,7 +135,7 @@ class ProduceAccumulator:
         if b is not None and b.size + len(item) > self.max_bytes:
             self._dispatch(key, b)
             b = None
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         if b is None:
             b = self._open[key] = _Open(timeout_s, wait)
             if self.max_delay_ms:
@@ -150,7 +156,17 @@ class ProduceAccumulator:
         return fut
 
     def flush_all(self) -> None:
-        """Dispatch every open batch now (shutdown)."""
+        """Dispatch every open batch now (shutdown, auto_batch switched off). From another thread (the
+        synchronous facade's setter) it is handed to the batches' loop."""
+        if not self._open or self._loop is None:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is not self._loop:
+            self._loop.call_soon_threadsafe(self.flush_all)
+            return
         for key, b in list(self._open.items()):
             self._dispatch(key, b)
 

@@ -156,7 +156,7 @@ class Producer:
         check_batch_settings(batch_max_delay_ms, batch_max_bytes, total_batch_max_bytes)
         self._batch_settings = (batch_max_delay_ms, batch_max_bytes, total_batch_max_bytes)
         self._accumulator: ProduceAccumulator | None = None
-        self._retired: ProduceAccumulator | None = None  # switched off while holding messages
+        self._retired: list[ProduceAccumulator] = []  # switched off while holding or sending messages
         self.auto_batch = auto_batch
 
     # -- autoBatch (accumulator.py) ----------------------------------------------------------------
@@ -171,7 +171,7 @@ class Producer:
             self._accumulator = ProduceAccumulator(self, *self._batch_settings)
         elif not on and self._accumulator is not None:
             self._accumulator.flush_all()  # what it holds still leaves (and is drained at shutdown)
-            self._retired = self._accumulator
+            self._retired = [a for a in self._retired if not a.idle] + [self._accumulator]
             self._accumulator = None
 
     def _batch_setting(self, i: int, value: int) -> None:
@@ -250,10 +250,11 @@ class Producer:
     async def shutdown(self) -> None:
         if not self._started:
             return
-        for acc in (self._accumulator, self._retired):
+        for acc in (self._accumulator, *self._retired):
             if acc is not None:  # what is still held leaves now, while the producer can send
                 acc.flush_all()
                 await acc.drain()
+        self._retired = []
         self._started = False
         if self._pending:
             await asyncio.gather(*list(self._pending), return_exceptions=True)
