@@ -5,7 +5,7 @@ it) that are issued close together travel as one SEND_BATCH_MESSAGE request; eve
 SendResult (its own msg_id, offset_msg_id and queue offset), or the request's error. A batch leaves when its
 encoded size reaches ``batch_max_bytes``, or when the event loop has run every callback that was ready when
 the batch was opened (``batch_max_delay_ms=0``, the default: the sends a burst of acknowledgements just woke
-ride together, and a lone send waits for nothing), or ``batch_max_delay_ms`` after it was opened. Java's
+ride together, and a lone send waits one loop turn), or ``batch_max_delay_ms`` after it was opened. Java's
 default hold is 10 ms because its senders are blocked threads; an event loop knows when its burst is over.
 
 What RocketMQ does not batch is sent as before: delayed and timed messages, retry topics, messages that
