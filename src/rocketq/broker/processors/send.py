@@ -359,24 +359,29 @@ class SendProcessor:
         # like RocketMQ the response names the requested queue (not the schedule/half/DLQ queue)
         return self._respond(request, result, h.queue_id)
 
+    def _stored_props(self, raw: str) -> tuple[bytes, int]:
+        """A client's property string as a message needing no property rewrite is stored (its trailing
+        separator dropped, CLUSTER appended), and the hash code of its TAGS."""
+        if raw.endswith("\x02"):  # Java clients end with a separator; the store's layout does not
+            raw = raw[:-1]
+        tags = _last_value(raw, "TAGS") if "TAGS\x01" in raw else None
+        pb = (raw + self._cluster_suffix if raw else self._cluster_pair).encode()
+        return pb, tag_hash_code(tags) if tags else 0
+
     def _send_plain(self, channel: Channel, request: RemotingCommand, h: SendMessageRequestHeader, raw: str):
         """A message needing no property rewrite (no retry/DLQ, transaction, delay, or CLUSTER of its own):
         store the client's property string plus CLUSTER as is, skipping the dict round trip. None: take the
         general path (which also owns the exact PROPERTIES_SIZE_EXCEEDED check)."""
-        if raw.endswith("\x02"):  # Java clients end with a separator; the store's layout does not
-            raw = raw[:-1]
-        pb = (raw + self._cluster_suffix if raw else self._cluster_pair).encode()
+        pb, tags_code = self._stored_props(raw)
         if len(pb) > MAX_PROPERTIES_LENGTH:
             return None  # the general path normalises first: same limit on the same string as before
-        tags = _last_value(raw, "TAGS") if "TAGS\x01" in raw else None
         queue_id = h.queue_id
         # Positional, in MessageToStore's field order (keywords cost more than the rest of the call; a test
         # pins the order): topic, queue_id, body, flag, properties (unused with properties_raw), sys_flag,
         # born_timestamp, born_host, reconsume_times, prepared_transaction_offset, tags_code, properties_raw
         msg = self.MessageToStore(
             h.topic, queue_id, request.body, h.flag, {}, h.sys_flag, h.born_timestamp,
-            channel.attrs.get("born_host") or born_host_of(channel), h.reconsume_times or 0, 0,
-            tag_hash_code(tags) if tags else 0, pb,
+            channel.attrs.get("born_host") or born_host_of(channel), h.reconsume_times or 0, 0, tags_code, pb,
         )  # fmt: skip
         result = self.ctl.store.put_message(msg)
         if "WAIT\x01false" in raw and _last_value(raw, "WAIT") == "false":
@@ -461,7 +466,7 @@ class SendProcessor:
         """The batch's records as _send_plain stores a single message: the client's property string plus
         CLUSTER, tags hashed from it, no dict round trip. None if a message asks for a delay level (the
         general path rejects it)."""
-        suffix, pair = self._cluster_suffix, self._cluster_pair
+        stored = self._stored_props
         born_host = channel.attrs.get("born_host") or born_host_of(channel)
         topic, queue_id, sys_flag, born_ts = h.topic, h.queue_id, h.sys_flag, h.born_timestamp
         new = self.MessageToStore
@@ -470,14 +475,11 @@ class SendProcessor:
             raw = bytes(praw).decode("utf-8", "replace") if len(praw) else ""
             if "DELAY\x01" in raw:
                 return None
-            if raw.endswith("\x02"):
-                raw = raw[:-1]
-            tags = _last_value(raw, "TAGS") if "TAGS\x01" in raw else None
+            pb, tags_code = stored(raw)
             # positional, in MessageToStore's field order (see _send_plain)
             msgs.append(
-                new(topic, queue_id, body, flag, {}, sys_flag, born_ts, born_host, 0, 0,
-                    tag_hash_code(tags) if tags else 0, (raw + suffix if raw else pair).encode())
-            )  # fmt: skip
+                new(topic, queue_id, body, flag, {}, sys_flag, born_ts, born_host, 0, 0, tags_code, pb)
+            )
         return msgs
 
     def _batch_records(
