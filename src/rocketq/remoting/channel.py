@@ -205,6 +205,8 @@ class Channel(asyncio.Protocol):
             log.warning("closing %s: malformed frame: %s", self.remote_addr, exc)
             self.close()
             return
+        if not commands:  # the start of a frame: the rest comes with a later read
+            return
         backlog = self._backlog
         if backlog is not None:  # earlier frames are still waiting for their turn: keep the order
             backlog.extend(commands)

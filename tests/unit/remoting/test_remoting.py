@@ -730,6 +730,11 @@ def test_a_burst_is_answered_after_each_large_request_not_only_at_its_end() -> N
         ch.data_received(read([big, big]))  # the last request's answer leaves with the burst's end
         assert [[c.opaque for c in s] for s in transport.sends][3:] == [[1], [2]]
         assert runs == ["begin", "end"] * 5
+        data = read([big, small, big])
+        for i in range(0, len(data), 5000):  # frames that span reads: a read may hold none
+            ch.data_received(data[i : i + 5000])
+        assert [[c.opaque for c in s] for s in transport.sends][5:] == [[1], [2], [3]]
+        assert runs == ["begin", "end"] * 5  # one frame per read: no burst
 
         runs.clear()
         handled: list[int] = []
