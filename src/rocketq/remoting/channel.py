@@ -38,11 +38,6 @@ _JOIN_LIMIT = 64 * 1024
 # that handles pipelined requests in runs can start on the first ones while the rest are still being issued.
 _WQ_FLUSH_PARTS = 32
 _BURST_FRAMES = 16  # pipelined requests handled per loop turn
-# Within a burst, the answers so far leave after a request with a body this large (a batch, typically a
-# producer's autoBatch): a read holding two or three batches was otherwise answered at its end, and the
-# client, woken with every answer at once, sent its next batches at once too, so the two sides settled
-# into taking turns instead of overlapping. Runs of small requests keep one send per burst.
-_BURST_SPLIT_BYTES = 16 * 1024
 _BACKLOG_PAUSE = 4096  # frames waiting for their turn before the connection stops being read
 
 
@@ -254,8 +249,6 @@ class Channel(asyncio.Protocol):
             hooks[0]()
         self._cork = cork = []
         dispatch = self._dispatch
-        last = commands[-1]
-        run_open = True
         try:
             for cmd in commands:
                 if cmd.flag & FLAG_RESPONSE:
@@ -264,35 +257,16 @@ class Channel(asyncio.Protocol):
                     dispatch(cmd)  # _handle's request branch, one call less per pipelined request
                 if self.closed:
                     return
-                if len(cmd.body) >= _BURST_SPLIT_BYTES and cmd is not last:  # received bodies are bytes
-                    run_open = False
-                    if not self._end_run(cork):
-                        return
-                    if hooks is not None:
-                        hooks[0]()
-                    run_open = True
         finally:
             self._cork = None
-            if run_open:
-                self._end_run(cork)
-
-    def _end_run(self, cork: list[Any]) -> bool:
-        """Close one run of a burst: the store writes what it staged, then the run's answers leave.
-        False if the connection is closed (the store failed: nothing of the run may be acknowledged)."""
-        hooks = self._dispatcher.burst_hooks
-        if hooks is not None and hooks[1]() is False:
-            # the store could not write the run: answer none of it (the peer sees the connection
-            # drop and retries) rather than acknowledge records that are not there
-            log.error("closing %s: the store failed to write a run of requests", self.remote_addr)
-            cork.clear()
-            self.close()
-        if self.closed:
-            cork.clear()
-            return False
-        if cork:
-            _send(self._transport, cork)
-            cork.clear()
-        return True
+            if hooks is not None and hooks[1]() is False:
+                # the store could not write the run: answer none of it (the peer sees the connection
+                # drop and retries) rather than acknowledge records that are not there
+                log.error("closing %s: the store failed to write a run of requests", self.remote_addr)
+                cork.clear()
+                self.close()
+            if cork and not self.closed:
+                _send(self._transport, cork)
 
     def _handle(self, cmd: RemotingCommand) -> None:
         if cmd.flag & FLAG_RESPONSE:

@@ -698,56 +698,28 @@ def test_a_runs_answers_leave_after_its_end_hook_and_not_at_all_when_it_fails() 
     arun(body)
 
 
-def test_a_burst_is_answered_after_each_large_request_not_only_at_its_end() -> None:
-    """A read holding batch-sized requests (autoBatch): the answers so far leave after each request with a
-    16 KiB body, each such run wrapped in the hooks, so the client can start on the first batch's answers
-    while the next is handled; small requests still share one send. A failing end hook at such a split
-    sends nothing of its run, handles nothing after it, and closes the connection."""
-    from rocketq.remoting.channel import _BURST_SPLIT_BYTES
-
-    big, small = b"x" * _BURST_SPLIT_BYTES, b"y" * (_BURST_SPLIT_BYTES - 1)
-    COUNTED = 1010
-
-    def read(bodies: list[bytes]) -> bytes:
-        return b"".join(RemotingCommand(FAST, opaque=i + 1, body=b).encode() for i, b in enumerate(bodies))
+def test_reads_that_split_frames_are_answered_and_a_read_without_a_whole_frame_runs_no_hooks() -> None:
+    """Frames crossing read boundaries: a read holding no whole frame handles nothing (the store's burst
+    hooks do not run for it); two frames completed by one read are handled as a burst."""
 
     async def body() -> None:
         server = _server()
         runs: list[str] = []
-        outcome = [True]
-
-        def end() -> bool:
-            runs.append("end")
-            return outcome[0]
-
-        server.set_burst_hooks(lambda: runs.append("begin"), end)
+        server.set_burst_hooks(lambda: runs.append("begin"), lambda: runs.append("end"))
         ch = Channel(server._dispatcher)
         transport = _RecordingTransport()
         ch.connection_made(transport)  # type: ignore[arg-type]
-        ch.data_received(read([small, big, small, small, big, small]))
-        assert [[c.opaque for c in s] for s in transport.sends] == [[1, 2], [3, 4, 5], [6]]
-        assert runs == ["begin", "end"] * 3
-        ch.data_received(read([big, big]))  # the last request's answer leaves with the burst's end
-        assert [[c.opaque for c in s] for s in transport.sends][3:] == [[1], [2]]
-        assert runs == ["begin", "end"] * 5
-        data = read([big, small, big])
-        for i in range(0, len(data), 5000):  # frames that span reads: a read may hold none
-            ch.data_received(data[i : i + 5000])
-        assert [[c.opaque for c in s] for s in transport.sends][5:] == [[1], [2], [3]]
-        assert runs == ["begin", "end"] * 5  # one frame per read: no burst
-
-        runs.clear()
-        handled: list[int] = []
-        server.register_processor(COUNTED, lambda c, r: handled.append(r.opaque) or r.response(0, "ok"))
-        outcome[0] = False
-        sends = len(transport.sends)
-        ch.data_received(
-            b"".join(
-                RemotingCommand(COUNTED, opaque=i + 1, body=b).encode() for i, b in enumerate([big, small])
-            )
-        )
-        assert handled == [1] and runs == ["begin", "end"]
-        assert len(transport.sends) == sends and transport.closed and ch.closed
+        frames = [RemotingCommand(FAST, opaque=i + 1, body=b"z" * 3000).encode() for i in range(3)]
+        data = b"".join(frames)
+        cut = len(frames[0]) + 100  # the first frame and the head of the second
+        for chunk in (data[:1000], data[1000:cut]):
+            ch.data_received(chunk)
+        assert [[c.opaque for c in s] for s in transport.sends] == [[1]] and runs == []
+        ch.data_received(data[cut : cut + 50])
+        assert len(transport.sends) == 1 and runs == []
+        ch.data_received(data[cut + 50 :])  # completes the second and holds the third
+        assert [[c.opaque for c in s] for s in transport.sends] == [[1], [2, 3]]
+        assert runs == ["begin", "end"]
 
     arun(body)
 
