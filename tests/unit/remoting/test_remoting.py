@@ -641,18 +641,24 @@ class _RecordingTransport:
         self.write(b"".join(parts))
 
 
+def _channel_with_recorded_hooks() -> tuple[Channel, _RecordingTransport, list[str]]:
+    """A server-side channel on a recording transport; its burst hooks log "begin" / "end" to the list."""
+    server = _server()
+    runs: list[str] = []
+    server.set_burst_hooks(lambda: runs.append("begin"), lambda: runs.append("end"))
+    ch = Channel(server._dispatcher)
+    transport = _RecordingTransport()
+    ch.connection_made(transport)  # type: ignore[arg-type]
+    return ch, transport, runs
+
+
 def test_pipelined_requests_in_one_read_are_answered_in_chunks_in_order() -> None:
     """40 requests in one read: handled 16 per loop turn and answered in order, 16 per send (the client can
     start on the first answers while the rest are handled), not one send each nor one for all; a read that
     arrives meanwhile waits behind them; the burst hooks wrap each run."""
 
     async def body() -> None:
-        server = _server()
-        runs: list[str] = []
-        server.set_burst_hooks(lambda: runs.append("begin"), lambda: runs.append("end"))
-        ch = Channel(server._dispatcher)
-        transport = _RecordingTransport()
-        ch.connection_made(transport)  # type: ignore[arg-type]
+        ch, transport, runs = _channel_with_recorded_hooks()
         data = b"".join(
             RemotingCommand(FAST, opaque=i + 1, ext_fields={"n": str(i)}).encode() for i in range(42)
         )
@@ -703,12 +709,7 @@ def test_reads_that_split_frames_are_answered_and_a_read_without_a_whole_frame_r
     hooks do not run for it); two frames completed by one read are handled as a burst."""
 
     async def body() -> None:
-        server = _server()
-        runs: list[str] = []
-        server.set_burst_hooks(lambda: runs.append("begin"), lambda: runs.append("end"))
-        ch = Channel(server._dispatcher)
-        transport = _RecordingTransport()
-        ch.connection_made(transport)  # type: ignore[arg-type]
+        ch, transport, runs = _channel_with_recorded_hooks()
         frames = [RemotingCommand(FAST, opaque=i + 1, body=b"z" * 3000).encode() for i in range(3)]
         data = b"".join(frames)
         cut = len(frames[0]) + 100  # the first frame and the head of the second
