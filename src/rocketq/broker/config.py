@@ -69,6 +69,8 @@ _KEYS: dict[str, tuple[type, Any]] = {
     "commitLogWarmAheadMaxRate": (int, 160),
     # rocketq: ASYNC_FLUSH writes with pwrite and starts writeback every this many bytes (store/writeback.py)
     "commitLogAsyncWritebackBytes": (int, 0),
+    # rocketq: release the CommitLog's page cache this far behind the flushed end (store/cache_release.py)
+    "commitLogPageCacheWindow": (int, 256 << 20),
     # rocketq: SYNC_FLUSH submits group-commit fdatasyncs with native AIO from the loop (store/loop_flush.py)
     "syncFlushNativeAio": (bool, True),
     "flushDelayOffsetInterval": (int, 10_000),

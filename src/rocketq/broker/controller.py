@@ -76,6 +76,7 @@ def store_config_of(cfg: BrokerConfig):
         warm_ahead_bytes=cfg["commitLogWarmAheadBytes"],
         warm_ahead_max_rate=cfg["commitLogWarmAheadMaxRate"] * 1_000_000,
         async_writeback_bytes=cfg["commitLogAsyncWritebackBytes"],
+        commitlog_page_cache_window=cfg["commitLogPageCacheWindow"],
         sync_flush_native_aio=cfg["syncFlushNativeAio"],
         broker_role=cfg["brokerRole"],
         message_delay_level=cfg["messageDelayLevel"],

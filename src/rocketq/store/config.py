@@ -61,6 +61,9 @@ class StoreConfig:
     # loop (store/loop_flush.py) instead of running it in a thread; falls back to the thread when the
     # kernel or file system does not take it.
     sync_flush_native_aio: bool = True
+    # Release the CommitLog's page cache this many bytes behind the flushed end, so that new writes get
+    # recycled pages instead of fresh ones (store/cache_release.py); 0 leaves the page cache to the kernel.
+    commitlog_page_cache_window: int = 256 << 20
 
     def __post_init__(self) -> None:
         if isinstance(self.flush_disk_type, str):

@@ -33,6 +33,7 @@ from rocketq.protocol.record import FIXED_SIZE, MAGIC_CODE_V1, MAGIC_CODE_V2, bo
 from rocketq.protocol.record import decode_record as _decode_record
 
 from . import faultfs, linux_aio, loop_flush, mapped_file
+from .cache_release import CacheReleaseService
 from .checkpoint import StoreCheckpoint
 from .commit_log import CommitLog
 from .config import BrokerRole, FlushDiskType, StoreConfig
@@ -97,6 +98,7 @@ class MessageStore:
         self.flush_service: FlushRealTimeService | GroupCommitService | LoopGroupCommit | None = None
         self.cq_flush_service: FlushConsumeQueueService | None = None
         self.warm_service = None  # WarmAheadService under SYNC_FLUSH (store/warm.py)
+        self.cache_release: CacheReleaseService | None = None  # commitLogPageCacheWindow > 0
         self._listener: Callable[[str, int, int], None] | None = None
         self._flush_listener: Callable[[int], None] | None = None
         self._flush_loop: asyncio.AbstractEventLoop | None = None  # set_loop_flush_listener
@@ -213,6 +215,9 @@ class MessageStore:
                 self.commit_log, cfg.warm_ahead_bytes, cfg.warm_ahead_max_rate
             )
             self.warm_service.start()
+        if cfg.commitlog_page_cache_window > 0 and CacheReleaseService.supported():
+            self.cache_release = CacheReleaseService(self.commit_log.mfq, cfg.commitlog_page_cache_window)
+            self.cache_release.start()
         self.flush_service.start()
         self.cq_flush_service.start()
         self.clean.start()
@@ -429,6 +434,8 @@ class MessageStore:
             self.index_dispatcher.shutdown(drain=True)
         if self.warm_service is not None:
             self.warm_service.shutdown()
+        if self.cache_release is not None:
+            self.cache_release.shutdown()
         if self.flush_service is not None:
             self.flush_service.shutdown()
         if self.cq_flush_service is not None:
