@@ -51,7 +51,7 @@ class CacheReleaseService:
         self.step = max(OS_PAGE_SIZE, min(4 << 20, window // 4))
         self.tick = tick
         self.released = max(0, mfq.get_min_offset())  # log offset below which pages were released
-        self.released_bytes = 0  # for tests and stats
+        self.released_bytes = 0  # bytes released since the start
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="CacheReleaseService", daemon=True)
 
@@ -85,8 +85,8 @@ class CacheReleaseService:
         for mf in self.mfq.files:  # a copy-on-write snapshot: segments rolled or deleted meanwhile are safe
             lo = max(self.released, mf.file_from_offset)
             hi = min(target, mf.file_from_offset + size)
-            if hi <= lo or mf.closed:
-                continue
+            if hi <= lo or mf.closed:  # (a segment deleted between this check and the call only costs the
+                continue  # advice on a reused descriptor: clean pages re-read later, no data touched)
             try:
                 release_pages(mf.mm, mf.fd, lo - mf.file_from_offset, hi - mf.file_from_offset)
             except (ValueError, OSError):  # deleted (unmapped) meanwhile: nothing left to release

@@ -990,6 +990,8 @@ class MessageStore:
         if self._sync and isinstance(self.flush_service, (GroupCommitService, LoopGroupCommit)):
             info["groupCommitSyncCount"] = str(self.flush_service.sync_count)
             info["groupCommitBackend"] = self.flush_backend
+        if self.cache_release is not None:
+            info["commitLogPageCacheReleasedOffset"] = str(self.cache_release.released)
         return info
 
 

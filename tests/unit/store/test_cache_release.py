@@ -73,6 +73,7 @@ def test_pages_behind_the_window_leave_the_page_cache_and_every_record_still_rea
         target = (flushed - WINDOW) // OS_PAGE_SIZE * OS_PAGE_SIZE
         _wait_released(s, target)
         assert s.cache_release.released_bytes == target  # from offset 0, all of it
+        assert s.runtime_info()["commitLogPageCacheReleasedOffset"] == str(target)
 
         cached: list[bool] = []
         for mf in s.commit_log.mfq.files:
