@@ -1,7 +1,7 @@
 """Page-cache release behind the CommitLog's flushed end (commitLogPageCacheWindow; 0 turns it off).
 
 Why: every record lands in a page the kernel has to allocate. On a VM whose balloon reports free memory back
-to the host (virtio-balloon free page reporting, as on Firecracker and most clouds) a page that has sat free
+to the host (virtio-balloon free page reporting) a page that has sat free
 for a few seconds is no longer backed, and the first store into it costs the guest a host fault: about 10 µs
 per 4 KiB page on the reference machine, against about 1 µs for a page freed moments before. A young broker
 with free memory therefore pays the slow price for every page it writes until the page cache fills RAM and
