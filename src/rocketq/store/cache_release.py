@@ -1,9 +1,9 @@
 """Page-cache release behind the CommitLog's flushed end (commitLogPageCacheWindow; 0 turns it off).
 
 Why: every record lands in a page the kernel has to allocate. On a VM whose balloon reports free memory back
-to the host (virtio-balloon free page reporting) a page that has sat free
-for a few seconds is no longer backed, and the first store into it costs the guest a host fault: about 10 µs
-per 4 KiB page on the reference machine, against about 1 µs for a page freed moments before. A young broker
+to the host (virtio-balloon free page reporting) a page that has sat free for a few seconds is no longer
+backed, and the first store into it costs the guest a host fault: about 10 µs per 4 KiB page on the reference
+machine, against about 1 µs for a page freed moments before. A young broker
 with free memory therefore pays the slow price for every page it writes until the page cache fills RAM and
 the kernel's own reclaim starts recycling pages. Releasing the CommitLog's pages once they are flushed and
 more than a window behind the writer frees memory at the rate new pages are needed, so the allocator hands
@@ -17,15 +17,12 @@ dropping a clean page of a shared file mapping only means the next access reads 
 
 from __future__ import annotations
 
-import logging
 import mmap
 import os
-import threading
 
+from .flush import _ServiceThread
 from .mapped_file import OS_PAGE_SIZE
 from .mapped_file_queue import MappedFileQueue
-
-log = logging.getLogger(__name__)
 
 _ADVISE = hasattr(mmap, "MADV_DONTNEED") and hasattr(os, "posix_fadvise")
 
@@ -39,41 +36,29 @@ def release_pages(mm: mmap.mmap, fd: int, start: int, end: int) -> None:
     os.posix_fadvise(fd, start, end - start, os.POSIX_FADV_DONTNEED)
 
 
-class CacheReleaseService:
+class CacheReleaseService(_ServiceThread):
     """A thread that, every ``tick`` seconds, releases whole pages of the CommitLog between what it released
     last and ``window`` bytes behind the flushed end, once at least ``step`` bytes have accumulated (4 MiB,
     or a quarter of a smaller window: few calls, and freed memory is reused well before the balloon would
     report it, which waits for blocks that stay free for seconds)."""
 
     def __init__(self, mfq: MappedFileQueue, window: int, tick: float = 0.05) -> None:
+        super().__init__("CacheReleaseService")
         self.mfq = mfq
         self.window = window
         self.step = max(OS_PAGE_SIZE, min(4 << 20, window // 4))
         self.tick = tick
         self.released = max(0, mfq.get_min_offset())  # log offset below which pages were released
         self.released_bytes = 0  # bytes released since the start
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="CacheReleaseService", daemon=True)
 
     @staticmethod
     def supported() -> bool:
         return _ADVISE
 
-    def start(self) -> None:
-        self._thread.start()
-
-    def shutdown(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(10)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.tick):
-            try:
-                self.release_once()
-            except Exception:
-                log.exception("CacheReleaseService failed")
-                self._stop.wait(1.0)
+    def run_once(self) -> None:
+        self._wait(self.tick)
+        if not self._stop.is_set():
+            self.release_once()
 
     def release_once(self) -> int:
         """Release what is due now; returns the bytes released."""
