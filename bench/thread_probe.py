@@ -286,6 +286,8 @@ async def main_async(a: argparse.Namespace) -> None:
                 await cl.close()
                 return
             for rep in range(a.reps):
+                if a.gap and rep:
+                    await asyncio.sleep(a.gap)  # an idle broker between bursts (what background work gets)
                 spy = None
                 if a.pyspy and rep == 0:
                     spy = start_pyspy(proc.pid, a.seconds, a.pyspy, 500)
@@ -324,6 +326,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=0, help="closed loop of batch sends of this many messages")
     ap.add_argument("--auto-batch", action="store_true", help="the producer's auto_batch on (single sends)")
     ap.add_argument("--batch-max-bytes", type=int, default=0, help="with --auto-batch: batch_max_bytes")
+    ap.add_argument("--gap", type=float, default=0, help="seconds of idle between closed-loop phases")
     ap.add_argument("--open-rate", type=float, default=0, help="open loop at this msg/s (ack latency)")
     a = ap.parse_args()
     try:
