@@ -70,8 +70,10 @@ class CacheReleaseService(_ServiceThread):
         for mf in self.mfq.files:  # a copy-on-write snapshot: segments rolled or deleted meanwhile are safe
             lo = max(self.released, mf.file_from_offset)
             hi = min(target, mf.file_from_offset + size)
-            if hi <= lo or mf.closed:  # (a segment deleted between this check and the call only costs the
-                continue  # advice on a reused descriptor: clean pages re-read later, no data touched)
+            # A segment deleted between this check and the call only costs the advice on a reused descriptor:
+            # clean pages are re-read later, no data is touched.
+            if hi <= lo or mf.closed:
+                continue
             try:
                 release_pages(mf.mm, mf.fd, lo - mf.file_from_offset, hi - mf.file_from_offset)
             except (ValueError, OSError):  # deleted (unmapped) meanwhile: nothing left to release
