@@ -35,6 +35,8 @@ from rocketq.protocol.record import (
     MAGIC_CODE_V2,
 )
 
+from .mapped_file import find_in_map
+
 log = logging.getLogger(__name__)
 
 # Fields needed by dispatch, read in one go (IPv4 born host; the V6 variants go through the slow path).
@@ -206,13 +208,14 @@ def goes_to_consume_queue(sys_flag: int, topic: str) -> bool:
 def _prop_raw(mm, name: bytes, start: int, end: int) -> bytes | None:
     """Value of property `name` (given as b"NAME\x01") in the property string mm[start:end], found in place
     (no parsing of the whole string) and returned as stored (UTF-8 bytes)."""
-    i = mm.find(name, start, end)
+    # find_in_map: a record's properties can end where the segment's map ends
+    i = find_in_map(mm, name, start, end)
     while i > start and mm[i - 1] != 2:  # must start a key\x01value segment
-        i = mm.find(name, i + 1, end)
+        i = find_in_map(mm, name, i + 1, end)
     if i < 0:
         return None
     v = i + len(name)
-    j = mm.find(b"\x02", v, end)
+    j = find_in_map(mm, b"\x02", v, end)
     return mm[v : (end if j < 0 else j)]
 
 

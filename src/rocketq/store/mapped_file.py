@@ -21,6 +21,23 @@ log = logging.getLogger(__name__)
 
 OS_PAGE_SIZE = 4096
 
+
+def find_in_map(mm: mmap.mmap, needle: bytes, start: int, end: int) -> int:
+    """``mm.find(needle, start, end)`` that never searches a range ending at the end of the map.
+
+    CPython 3.11.0-3.11.4 (Debian bookworm ships 3.11.2) reads one byte past the searched range
+    (gh-105235, fixed in 3.11.5). Inside the map that byte is harmless; past its last page it is a
+    segmentation fault. So the range is searched without its last byte, and a match that would end
+    exactly there is checked apart."""
+    if end < len(mm):
+        return mm.find(needle, start, end)
+    i = mm.find(needle, start, end - 1)  # a needle longer than the range: -1 before any read
+    if i >= 0:
+        return i
+    at = end - len(needle)
+    return at if at >= start and mm[at:end] == needle else -1
+
+
 _pending_close: list[MappedFile] = []
 _pending_lock = threading.Lock()
 
@@ -230,11 +247,14 @@ class MappedFile:
         chunk = 1 << 20
         zeros = bytes(chunk)
         mm = self.mm
+        size = len(mm)
         for lo_range, end in reversed(self.data_ranges(start)):
             while end > lo_range:
                 lo = max(lo_range, end - chunk)
-                # a needle as long as the range can only match at lo: one compare in place, no copy
-                if mm.find(zeros[: end - lo], lo, end) != lo:  # a full-length slice is zeros itself
+                # A needle as long as the range can only match at lo: one compare in place, no copy. Not
+                # up to the map's end (find_in_map says why): its last byte is looked at on its own.
+                hi = end - 1 if end == size else end
+                if (hi < end and mm[hi]) or mm.find(zeros[: hi - lo], lo, hi) != lo:
                     return lo + len(mm[lo:end].rstrip(b"\0"))
                 end = lo
         return start
