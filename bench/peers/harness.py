@@ -681,6 +681,8 @@ def machine_facts() -> dict[str, Any]:
     facts: dict[str, Any] = {
         "nproc": os.cpu_count(),
         "python": platform.python_version(),
+        # the interpreter build matters as much as its version (scripts/pick_python.sh)
+        "python_exe": os.path.realpath(sys.executable),
         "kernel": platform.release(),
         "arch": platform.machine(),
     }

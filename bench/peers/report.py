@@ -310,7 +310,7 @@ def render(results: dict[str, Any], img_dir: str | None) -> str:
     v = m.get("versions", {})
     L.append(
         f"Machine: {m.get('nproc')} CPUs ({m.get('cpu', '?')}), {m.get('mem_gib', '?')} GiB, Linux {m.get('kernel')}, "
-        f"Python {m.get('python')}, rocketq from {m.get('rocketq_source', '?')}, load average {m['loadavg_start'][0]:.1f} at the start and "
+        f"Python {m.get('python')}{f' ({exe})' if (exe := m.get('python_exe')) else ''} (broker and every load generator), rocketq from {m.get('rocketq_source', '?')}, load average {m['loadavg_start'][0]:.1f} at the start and "
         f"{m.get('loadavg_end', [0])[0]:.1f} at the end (a shared machine: absolute numbers are noise, the same-run "
         "ratios are the result). Servers pinned to CPU 1, the load generator processes (one producer, one consumer, "
         "asyncio + uvloop) to CPU 0, identically for every system; fresh data dir per server start."
