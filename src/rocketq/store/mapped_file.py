@@ -22,20 +22,26 @@ log = logging.getLogger(__name__)
 OS_PAGE_SIZE = 4096
 
 
-def find_in_map(mm: mmap.mmap, needle: bytes, start: int, end: int) -> int:
+def find_in_map(mm: mmap.mmap, needle: bytes | memoryview, start: int, end: int) -> int:
     """``mm.find(needle, start, end)`` that never searches a range ending at the end of the map.
 
     CPython 3.11.0-3.11.4 (Debian bookworm ships 3.11.2) reads one byte past the searched range
     (gh-105235, fixed in 3.11.5). Inside the map that byte is harmless; past its last page it is a
     segmentation fault. So the range is searched without its last byte, and a match that would end
-    exactly there is checked apart."""
-    if end < len(mm):
+    exactly there is checked apart, still in place."""
+    n = len(needle)
+    if end < len(mm) or not n:  # an empty needle reads nothing
         return mm.find(needle, start, end)
     i = mm.find(needle, start, end - 1)  # a needle longer than the range: -1 before any read
     if i >= 0:
         return i
-    at = end - len(needle)
-    return at if at >= start and mm[at:end] == needle else -1
+    # A match ending at the map's end: its last byte compared here, the rest searched up to the byte
+    # before it (the over-read then lands on that last byte, inside the map).
+    at = end - n
+    if at < start or mm[end - 1] != needle[n - 1]:
+        return -1
+    with memoryview(needle) as view:
+        return at if mm.find(view[: n - 1], at, end - 1) == at else -1
 
 
 _pending_close: list[MappedFile] = []
@@ -245,16 +251,13 @@ class MappedFile:
         reading those through the map would fault in (and zero) page cache for the whole rest of the file
         — seconds for a 1 GiB segment when a crashed broker restarts."""
         chunk = 1 << 20
-        zeros = bytes(chunk)
+        zeros = memoryview(bytes(chunk))  # sliced without copies
         mm = self.mm
-        size = len(mm)
         for lo_range, end in reversed(self.data_ranges(start)):
             while end > lo_range:
                 lo = max(lo_range, end - chunk)
-                # A needle as long as the range can only match at lo: one compare in place, no copy. Not
-                # up to the map's end (find_in_map says why): its last byte is looked at on its own.
-                hi = end - 1 if end == size else end
-                if (hi < end and mm[hi]) or mm.find(zeros[: hi - lo], lo, hi) != lo:
+                # a needle as long as the range can only match at lo: one compare in place, no copy
+                if find_in_map(mm, zeros[: end - lo], lo, end) != lo:
                     return lo + len(mm[lo:end].rstrip(b"\0"))
                 end = lo
         return start
