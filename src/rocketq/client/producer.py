@@ -456,8 +456,10 @@ class Producer:
     ) -> SendResult | None:
         """Retry loop. Sync sends move to another broker on retry; async sends retry on the same
         broker (retryTimesWhenSendAsyncFailed, as RocketMQ does)."""
-        loop = asyncio.get_running_loop()
-        begin = loop.time()
+        # time.monotonic, not loop.time(): asyncio.get_running_loop() makes a getpid() system call on
+        # Python 3.11, one per send
+        clock = time.monotonic
+        begin = clock()
         info = self._publish.get(topic)  # known route: no coroutine
         if info is None or not info.queues:
             info = await self._publish_info(topic)
@@ -468,26 +470,26 @@ class Producer:
             if mq is None or not same_broker:
                 mq = self._select_queue(info, last_broker)
             last_broker = mq.broker_name
-            remaining = timeout_s - (loop.time() - begin)
+            remaining = timeout_s - (clock() - begin)
             if remaining <= 0:
                 break
-            t0 = loop.time()
+            t0 = clock()
             try:
                 result = await self._send_to_queue(msgs, mq, remaining, oneway)
             except (RemotingError, MQClientError, OSError) as exc:
-                self._update_fault(mq.broker_name, t0, loop, isolation=True)
+                self._update_fault(mq.broker_name, t0, isolation=True)
                 last_exc = exc
                 log.debug("send to %s failed: %s", mq, exc)
                 # the route may have changed (broker gone, restarted elsewhere)
                 info = await self._refresh_publish_info(topic, info)
                 continue
             except MQBrokerError as exc:
-                self._update_fault(mq.broker_name, t0, loop, isolation=True)
+                self._update_fault(mq.broker_name, t0, isolation=True)
                 last_exc = exc
                 if exc.code in RETRY_RESPONSE_CODES:
                     continue
                 raise
-            self._update_fault(mq.broker_name, t0, loop, isolation=False)
+            self._update_fault(mq.broker_name, t0, isolation=False)
             if (
                 result is not None
                 and result.status is not SendStatus.SEND_OK
@@ -509,9 +511,10 @@ class Producer:
             self._publish[topic] = info
             return info
 
-    def _update_fault(self, broker: str, t0: float, loop: asyncio.AbstractEventLoop, isolation: bool) -> None:
+    def _update_fault(self, broker: str, t0: float, isolation: bool) -> None:
+        """t0: time.monotonic() when the attempt began."""
         if self.send_latency_fault_enable:
-            self._fault.update(broker, int((loop.time() - t0) * 1000), isolation)
+            self._fault.update(broker, int((time.monotonic() - t0) * 1000), isolation)
 
     def _split_batch(self, msgs: list[Message]) -> list[list[Message]]:
         topic = msgs[0].topic
