@@ -170,6 +170,16 @@ class MappedFileQueue:
             self.files = [*self.files, mf]  # copy-on-write: readers iterate a stable list without locking
         return mf
 
+    def request_first_segments(self) -> None:
+        """An empty queue: have the allocator create the first two segments now (running its on_created hook,
+        e.g. the SYNC_FLUSH warm-ahead's zeros), not when the first append needs them. The first append then
+        takes the first one ready; the files stay invisible to readers until it does."""
+        if self.files or self.allocator is None:
+            return
+        os.makedirs(self.store_path, exist_ok=True)
+        for off in (0, self.file_size):
+            self.allocator.request(os.path.join(self.store_path, file_name_of(off)), self.file_size)
+
     def find_mapped_file_by_offset(
         self, offset: int, return_first_on_not_found: bool = False
     ) -> MappedFile | None:

@@ -215,6 +215,10 @@ class MessageStore:
                 self.commit_log, cfg.warm_ahead_bytes, cfg.warm_ahead_max_rate
             )
             self.warm_service.start()
+            if cfg.broker_role is not BrokerRole.SLAVE:
+                # An empty store's first segment and its successor, zeroed now rather than while the first
+                # messages are acknowledged (2 x warm_ahead_bytes of O_DIRECT writes and their fdatasyncs)
+                self.commit_log.mfq.request_first_segments()
         if cfg.commitlog_page_cache_window > 0 and CacheReleaseService.supported():
             self.cache_release = CacheReleaseService(self.commit_log.mfq, cfg.commitlog_page_cache_window)
             self.cache_release.start()
