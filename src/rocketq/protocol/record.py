@@ -19,6 +19,7 @@ import zlib
 from collections.abc import Iterable
 
 from . import sysflag as sf
+from .crc import crc32
 from .frame import ProtocolError
 from .message_id import encode_offset_msg_id
 from .properties import (
@@ -65,7 +66,7 @@ def record_size(body_len: int, topic_len: int, props_len: int) -> int:
 
 
 def body_crc(body: bytes | bytearray | memoryview) -> int:
-    return zlib.crc32(body) & 0x7FFFFFFF
+    return crc32(body) & 0x7FFFFFFF
 
 
 def store_timestamp_pos(sys_flag: int) -> int:
@@ -125,7 +126,7 @@ def encode_record_into(
     plen = len(props_bytes)
     size = FIXED_SIZE + blen + tlen + plen
     if crc is None:
-        crc = zlib.crc32(body) & 0x7FFFFFFF
+        crc = crc32(body) & 0x7FFFFFFF
     HEADER.pack_into(
         buf,
         pos,
@@ -341,7 +342,7 @@ def decode_record(view, pos: int = 0, verify_crc: bool = False) -> MessageExt:
     if plen < 0 or p + plen != rec_end:
         raise ProtocolError("bad properties length")
     m._props_raw = view[p : p + plen]
-    if verify_crc and (zlib.crc32(m.body) & 0x7FFFFFFF) != m.body_crc:
+    if verify_crc and (crc32(m.body) & 0x7FFFFFFF) != m.body_crc:
         raise ProtocolError("body CRC mismatch")
     return m
 

@@ -14,6 +14,7 @@ import orjson
 
 from ._jsonmodel import JsonModel, jfield, json_model
 from .codes import PERM_READ, PERM_WRITE
+from .crc import crc32
 from .frame import ProtocolError
 from .lenient_json import loads
 
@@ -39,7 +40,7 @@ __all__ = [
 
 def body_crc32(body: bytes | bytearray | memoryview) -> int:
     """RocketMQ's body checksum: crc32 masked to a non-negative int32 (UtilAll.crc32)."""
-    return zlib.crc32(body) & 0x7FFFFFFF
+    return crc32(body) & 0x7FFFFFFF
 
 
 @json_model

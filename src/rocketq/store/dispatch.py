@@ -14,11 +14,11 @@ import logging
 import struct
 import threading
 import time
-import zlib
 from collections.abc import Callable
 from typing import Protocol
 
 from rocketq.protocol import sysflag as sf
+from rocketq.protocol.crc import crc32
 from rocketq.protocol.properties import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_KEYS,
@@ -180,7 +180,7 @@ def read_dispatch_request(
     p += 2
     if plen < 0 or p + plen != rec_end:
         return INVALID
-    if check_crc and (zlib.crc32(view[body_at : body_at + blen]) & 0x7FFFFFFF) != crc:
+    if check_crc and (crc32(view[body_at : body_at + blen]) & 0x7FFFFFFF) != crc:
         return INVALID
     r = DispatchRequest()
     r.topic = topic

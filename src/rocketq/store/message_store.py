@@ -15,11 +15,11 @@ import shutil
 import struct
 import tempfile
 import time
-import zlib
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 
+from rocketq.protocol.crc import crc32
 from rocketq.protocol.properties import (
     MAX_PROPERTIES_LENGTH,
     PROPERTY_KEYS,
@@ -557,7 +557,7 @@ class MessageStore:
             else:
                 tags = props.get(PROPERTY_TAGS) if props else None
                 tags_code = tag_hash_code(tags) if tags else 0
-        crc = zlib.crc32(msg.body) & 0x7FFFFFFF  # body_crc, inline
+        crc = crc32(msg.body) & 0x7FFFFFFF  # body_crc, inline
         commit_log = self.commit_log
         r = commit_log.append_one(msg, tb, pb, crc, tags_code, schedule)  # type: ignore[arg-type]
         if r.__class__ is not tuple:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import logging
 import struct
-import zlib
 from collections.abc import Callable
 
+from rocketq.protocol.crc import crc32 as _crc32
 from rocketq.protocol.record import FIXED_SIZE, MAGIC_CODE_V1, MAGIC_CODE_V2
 
 from .checkpoint import StoreCheckpoint
@@ -73,7 +73,7 @@ def _first_bad_record(mf, stop: int, check_crc: bool, verify: RecordCheck | None
     base = mf.file_from_offset
     pos = 0
     unpack = _CHECK.unpack_from
-    crc32 = zlib.crc32
+    crc32 = _crc32
     while pos < stop:
         if stop - pos < FIXED_SIZE:
             return base + pos
