@@ -215,10 +215,13 @@ class MessageStore:
                 self.commit_log, cfg.warm_ahead_bytes, cfg.warm_ahead_max_rate
             )
             self.warm_service.start()
-            if cfg.broker_role is not BrokerRole.SLAVE:
-                # An empty store's first segment and its successor, zeroed now rather than while the first
-                # messages are acknowledged (2 x warm_ahead_bytes of O_DIRECT writes and their fdatasyncs)
-                self.commit_log.mfq.request_first_segments()
+        if cfg.broker_role is not BrokerRole.SLAVE:
+            # An empty store's first segment and its successor, created by the allocator thread now rather
+            # than by the first append on the event loop (preallocation can take seconds where the filesystem
+            # has no fallocate and glibc writes every block), and under SYNC_FLUSH zeroed now rather than
+            # while the first messages are acknowledged (2 x warm_ahead_bytes of O_DIRECT writes and their
+            # fdatasyncs). A slave's log starts at its master's offset: it creates its first segment then.
+            self.commit_log.mfq.request_first_segments()
         if cfg.commitlog_page_cache_window > 0 and CacheReleaseService.supported():
             self.cache_release = CacheReleaseService(self.commit_log.mfq, cfg.commitlog_page_cache_window)
             self.cache_release.start()
