@@ -29,6 +29,16 @@ def config(root, **kw) -> StoreConfig:
     return StoreConfig(**base)
 
 
+def wait_for(pred, timeout: float = 10.0) -> bool:
+    """Poll pred every 10 ms until it holds or timeout s pass; its last value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.01)
+    return pred()
+
+
 def open_store(root, **kw) -> MessageStore:
     s = MessageStore(config(root, **kw), HOST)
     s.start()

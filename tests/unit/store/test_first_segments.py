@@ -8,22 +8,13 @@ import os
 import threading
 import time
 
-from store_helpers import msg, open_store, read_all
+from store_helpers import msg, open_store, read_all, wait_for
 
 from rocketq.store import FlushDiskType
 from rocketq.store import mapped_file_queue as mfq_module
 from rocketq.store.config import BrokerRole
 
 SEG = 4 << 20
-
-
-def _wait_for(pred, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.01)
-    return pred()
 
 
 def _segment(root, offset: int) -> str:
@@ -46,7 +37,7 @@ def test_async_store_creates_its_first_segments_off_the_appending_thread(tmp_pat
         max_message_size=64 << 10,
     )
     try:
-        assert _wait_for(
+        assert wait_for(
             lambda: os.path.exists(_segment(tmp_path, 0)) and os.path.exists(_segment(tmp_path, SEG))
         )
         assert s.commit_log.mfq.files == []  # not visible before an append takes it
@@ -62,7 +53,7 @@ def test_async_store_creates_its_first_segments_off_the_appending_thread(tmp_pat
         while len(s.commit_log.mfq.files) < 2:
             assert s.put_message(msg(body=body)).ok
         assert created_on[_segment(tmp_path, SEG)] != me
-        assert _wait_for(lambda: _segment(tmp_path, 2 * SEG) in created_on)
+        assert wait_for(lambda: _segment(tmp_path, 2 * SEG) in created_on)
         assert created_on[_segment(tmp_path, 2 * SEG)].startswith("AllocateMappedFile")
     finally:
         s.shutdown()
@@ -71,7 +62,7 @@ def test_async_store_creates_its_first_segments_off_the_appending_thread(tmp_pat
 def test_async_store_restarted_before_its_first_put_keeps_working(tmp_path):
     kw = dict(flush_disk_type=FlushDiskType.ASYNC_FLUSH, mapped_file_size_commitlog=SEG)
     s = open_store(tmp_path, **kw)
-    assert _wait_for(lambda: os.path.exists(_segment(tmp_path, SEG)))
+    assert wait_for(lambda: os.path.exists(_segment(tmp_path, SEG)))
     s.shutdown()  # two preallocated segments on disk, never appended to
     s = open_store(tmp_path, **kw)
     try:

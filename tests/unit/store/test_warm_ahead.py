@@ -11,7 +11,7 @@ import threading
 import time
 
 import pytest
-from store_helpers import msg, open_store, read_all
+from store_helpers import msg, open_store, read_all, wait_for
 
 from rocketq.protocol.record import decode_record
 from rocketq.store import FlushDiskType
@@ -47,15 +47,6 @@ def unwritten_bytes(path: str, start: int, length: int) -> int | None:
     return total
 
 
-def _wait_for(pred, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.01)
-    return pred()
-
-
 def _sync_store(tmp_path, **kw):
     base = dict(
         flush_disk_type=FlushDiskType.SYNC_FLUSH,
@@ -74,7 +65,7 @@ def test_blocks_ahead_of_the_writer_are_written_and_the_rest_stays_preallocated(
         for i in range(3000):
             assert s.put_message(msg(body=os.urandom(1000), keys=f"k{i}")).ok
         seg = s.commit_log.mfq.last()
-        assert _wait_for(lambda: seg.warm_end - seg.wrote_position >= (2 << 20) - (1 << 20))
+        assert wait_for(lambda: seg.warm_end - seg.wrote_position >= (2 << 20) - (1 << 20))
         probe = unwritten_bytes(seg.path, 0, seg.file_size)
         if probe is None or probe == 0:
             pytest.skip("the filesystem has no unwritten extents to observe (FIEMAP)")
@@ -92,12 +83,12 @@ def test_an_empty_store_zeroes_its_first_segment_before_the_first_put(tmp_path):
     s = _sync_store(tmp_path, mapped_file_size_commitlog=4 << 20, warm_ahead_bytes=1 << 20)
     try:
         first = os.path.join(str(tmp_path), "commitlog", f"{0:020d}")
-        assert _wait_for(lambda: os.path.exists(first))
+        assert wait_for(lambda: os.path.exists(first))
         assert s.commit_log.mfq.files == []  # not visible before an append takes it
         probe = unwritten_bytes(first, 1 << 20, 1 << 20)
         if probe is None or probe == 0:
             pytest.skip("the filesystem has no unwritten extents to observe (FIEMAP)")
-        assert _wait_for(lambda: unwritten_bytes(first, 0, 1 << 20) == 0)
+        assert wait_for(lambda: unwritten_bytes(first, 0, 1 << 20) == 0)
         warmed = s.warm_service.warmer.bytes_warmed
         assert s.put_message(msg(body=b"x")).ok
         assert s.commit_log.mfq.files[0].path == first
@@ -112,7 +103,7 @@ def test_a_store_restarted_before_its_first_put_keeps_working(tmp_path):
     kw = dict(mapped_file_size_commitlog=4 << 20, warm_ahead_bytes=1 << 20)
     s = _sync_store(tmp_path, **kw)
     second = os.path.join(str(tmp_path), "commitlog", f"{4 << 20:020d}")
-    assert _wait_for(lambda: os.path.exists(second))
+    assert wait_for(lambda: os.path.exists(second))
     s.shutdown()  # two segments of zeros on disk, never appended to
     s = _sync_store(tmp_path, **kw)
     try:
@@ -134,7 +125,7 @@ def test_the_allocator_zeroes_the_head_of_the_next_segment(tmp_path):
     try:
         assert s.put_message(msg(body=b"x")).ok
         nxt = os.path.join(str(tmp_path), "commitlog", f"{4 << 20:020d}")
-        assert _wait_for(lambda: os.path.exists(nxt))
+        assert wait_for(lambda: os.path.exists(nxt))
         s.allocator.take(nxt, 4 << 20).close()  # waits for the allocator's work on it
         probe = unwritten_bytes(nxt, 1 << 20, 1 << 20)
         if probe is None or probe == 0:
@@ -165,7 +156,7 @@ def test_zeros_never_land_on_records_while_writers_race_the_filler(tmp_path, mon
 
     try:
         assert s.put_message(msg(queue_id=4, body=b"first")).ok  # the filler adopts this segment
-        assert _wait_for(lambda: s.warm_service.warmer.bytes_warmed > 0)
+        assert wait_for(lambda: s.warm_service.warmer.bytes_warmed > 0)
         before = s.warm_service.warmer.bytes_warmed
         threads = [threading.Thread(target=writer, args=(q,)) for q in range(4)]
         for t in threads:
@@ -194,7 +185,7 @@ def test_warming_pauses_while_the_writer_outruns_max_rate_and_resumes_after(tmp_
         assert s.put_message(msg(body=b"first")).ok
         seg = s.commit_log.mfq.last()
         svc = s.warm_service
-        assert _wait_for(lambda: seg.warm_end - seg.wrote_position >= 1 << 20)  # idle writer: warmed
+        assert wait_for(lambda: seg.warm_end - seg.wrote_position >= 1 << 20)  # idle writer: warmed
         body = os.urandom(60 << 10)
         deadline = time.monotonic() + 10
         while not svc.writer_fast and time.monotonic() < deadline:
@@ -209,9 +200,9 @@ def test_warming_pauses_while_the_writer_outruns_max_rate_and_resumes_after(tmp_
         assert svc.warmer.bytes_warmed - w1 <= warm_module.CHUNK  # ... the zeros did not follow
         # the writer stops: the rate drops, and the zeros get ahead of it again (in whichever segment it
         # is in by now)
-        assert _wait_for(lambda: not svc.writer_fast)
+        assert wait_for(lambda: not svc.writer_fast)
         last = s.commit_log.mfq.last
-        assert _wait_for(lambda: last().warm_end - last().wrote_position >= 1 << 20), (
+        assert wait_for(lambda: last().warm_end - last().wrote_position >= 1 << 20), (
             last().file_from_offset,
             last().wrote_position,
             last().warm_end,
