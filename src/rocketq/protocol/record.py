@@ -65,10 +65,6 @@ def record_size(body_len: int, topic_len: int, props_len: int) -> int:
     return FIXED_SIZE + body_len + topic_len + props_len
 
 
-def body_crc(body: bytes | bytearray | memoryview) -> int:
-    return crc32(body) & 0x7FFFFFFF
-
-
 def store_timestamp_pos(sys_flag: int) -> int:
     return 56 if not sys_flag & sf.BORNHOST_V6_FLAG else 68
 

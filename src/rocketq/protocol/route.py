@@ -14,7 +14,7 @@ import orjson
 
 from ._jsonmodel import JsonModel, jfield, json_model
 from .codes import PERM_READ, PERM_WRITE
-from .crc import crc32
+from .crc import body_crc as body_crc32  # the name the register header's field uses
 from .frame import ProtocolError
 from .lenient_json import loads
 
@@ -36,11 +36,6 @@ __all__ = [
     "TopicRouteData",
     "body_crc32",
 ]
-
-
-def body_crc32(body: bytes | bytearray | memoryview) -> int:
-    """RocketMQ's body checksum: crc32 masked to a non-negative int32 (UtilAll.crc32)."""
-    return crc32(body) & 0x7FFFFFFF
 
 
 @json_model

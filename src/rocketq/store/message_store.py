@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 
-from rocketq.protocol.crc import crc32
+from rocketq.protocol.crc import body_crc, crc32
 from rocketq.protocol.properties import (
     MAX_PROPERTIES_LENGTH,
     PROPERTY_KEYS,
@@ -29,7 +29,7 @@ from rocketq.protocol.properties import (
     decode_properties,
     properties_to_string,
 )
-from rocketq.protocol.record import FIXED_SIZE, MAGIC_CODE_V1, MAGIC_CODE_V2, body_crc
+from rocketq.protocol.record import FIXED_SIZE, MAGIC_CODE_V1, MAGIC_CODE_V2
 from rocketq.protocol.record import decode_record as _decode_record
 
 from . import faultfs, linux_aio, loop_flush, mapped_file

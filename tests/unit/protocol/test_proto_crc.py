@@ -11,7 +11,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketq.protocol import crc
-from rocketq.protocol.record import body_crc
 from rocketq.protocol.route import body_crc32
 
 
@@ -26,7 +25,7 @@ def test_same_values_as_zlib(data: bytes, start: int) -> None:
     assert crc.crc32(data) == zlib.crc32(data)
     assert crc.crc32(data, start) == zlib.crc32(data, start)
     assert crc.crc32(bytearray(data)) == zlib.crc32(data)
-    assert body_crc(data) == body_crc32(data) == zlib.crc32(data) & 0x7FFFFFFF
+    assert crc.body_crc(data) == body_crc32(data) == zlib.crc32(data) & 0x7FFFFFFF
 
 
 @given(st.binary(min_size=1, max_size=9000), st.integers(0, 8999), st.integers(0, 8999))
