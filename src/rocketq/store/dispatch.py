@@ -35,8 +35,6 @@ from rocketq.protocol.record import (
     MAGIC_CODE_V2,
 )
 
-from .mapped_file import find_in_map
-
 log = logging.getLogger(__name__)
 
 # Fields needed by dispatch, read in one go (IPv4 born host; the V6 variants go through the slow path).
@@ -205,18 +203,17 @@ def goes_to_consume_queue(sys_flag: int, topic: str) -> bool:
     return t == sf.TRANSACTION_NOT_TYPE or t == sf.TRANSACTION_COMMIT_TYPE or topic == TRANS_HALF_TOPIC
 
 
-def _prop_raw(mm, name: bytes, start: int, end: int) -> bytes | None:
-    """Value of property `name` (given as b"NAME\x01") in the property string mm[start:end], found in place
-    (no parsing of the whole string) and returned as stored (UTF-8 bytes)."""
-    # find_in_map: a record's properties can end where the segment's map ends
-    i = find_in_map(mm, name, start, end)
-    while i > start and mm[i - 1] != 2:  # must start a key\x01value segment
-        i = find_in_map(mm, name, i + 1, end)
+def _prop_value(props: bytes, name: bytes) -> bytes | None:
+    """Value of property `name` (given as b"NAME\x01") in a stored property string, as stored (UTF-8 bytes),
+    found without parsing the whole string; None if absent."""
+    i = props.find(name)
+    while i > 0 and props[i - 1] != 2:  # must start a key\x01value segment
+        i = props.find(name, i + 1)
     if i < 0:
         return None
     v = i + len(name)
-    j = find_in_map(mm, b"\x02", v, end)
-    return mm[v : (end if j < 0 else j)]
+    j = props.find(b"\x02", v)
+    return props[v:] if j < 0 else props[v:j]
 
 
 # sysflag, store timestamp and body length of a record whose hosts are IPv4 (offsets 36, 56, 84)
@@ -257,8 +254,11 @@ def _index_fields_raw(
     end = p + plen
     if plen <= 0 or end > rec_end:
         return None
-    keys = _prop_raw(mm, b"KEYS\x01", p, end)
-    uniq = _prop_raw(mm, b"UNIQ_KEY\x01", p, end)
+    # One copy of the property string (tens of bytes), searched as bytes: cheaper than searching the map
+    # in place, which needs find_in_map's care where a record ends at the map's end.
+    props = mm[p:end]
+    keys = _prop_value(props, b"KEYS\x01")
+    uniq = _prop_value(props, b"UNIQ_KEY\x01")
     if not keys and not uniq:
         return None
     return mm[t : t + tlen], keys, uniq, store_ts

@@ -3,6 +3,7 @@ the in-place property scan vs a full record decode, and build_index_raw vs build
 
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 import zlib
@@ -119,6 +120,21 @@ def test_index_fields_raw_garbled_lengths():
     struct.pack_into(">h", rec, len(rec) - 8, 200)  # properties length beyond the record
     assert _index_fields_raw(rec, memoryview(rec), 0, len(rec), MAGIC_CODE_V1) is None
     assert _index_fields_raw(rec, memoryview(rec), 0, 60, MAGIC_CODE_V1) is None
+
+
+def test_index_fields_raw_record_ending_at_the_map_end(tmp_path):
+    """A record whose properties end at the last byte of a real file mapping (a segment's last record):
+    both keys are found, and nothing reads past the map."""
+    rec = build_record(b"body", b"T", encode_properties({"KEYS": "k1 k2", "UNIQ_KEY": "U1"}), 0, False, T0)
+    path = tmp_path / "seg"
+    path.write_bytes(rec)
+    with open(path, "r+b") as f, mmap.mmap(f.fileno(), len(rec)) as mm:
+        view = memoryview(mm)
+        try:
+            got = _index_fields_raw(mm, view, 0, len(rec), MAGIC_CODE_V1)
+        finally:
+            view.release()
+    assert got == (b"T", b"k1 k2", b"U1", T0)
 
 
 def service(root: str, num: int) -> IndexService:
