@@ -63,6 +63,7 @@ from .message import (
     invoke_send_callback,
 )
 from .route import LatencyFaultTolerance, TopicPublishInfo, TopicRouteData, topic_route_to_publish_info
+from .send_request import SendTemplate, send_request
 from .trace import TraceDispatcher
 
 log = logging.getLogger(__name__)
@@ -147,7 +148,7 @@ class Producer:
         self._inner = _instance is not None
         self._publish: dict[str, TopicPublishInfo] = {}
         self._fault = LatencyFaultTolerance()
-        self._header_cache: dict[tuple[str, int, bool, str, str, int], dict[str, str]] = {}
+        self._header_cache: dict[tuple[str, int, bool, str, str, int], SendTemplate] = {}
         self._started = False
         self._pending: set[asyncio.Task[Any]] = set()
         self.enable_msg_trace = enable_msg_trace
@@ -337,31 +338,36 @@ class Producer:
             sys_flag |= SYSFLAG_TRANSACTION_PREPARED
         return body, sys_flag, props
 
-    def _header(
-        self, topic: str, queue_id: int, sys_flag: int, flag: int, props: dict[str, str], batch: bool
-    ) -> dict[str, str]:
-        # The per-(topic, queue) part of SendMessageRequestHeaderV2 is built once; a send copies it and fills
-        # in the per-message fields (sysFlag, bornTimestamp, flag, properties).
+    def _template(self, topic: str, queue_id: int, batch: bool) -> SendTemplate:
+        # The per-(topic, queue) part of SendMessageRequestHeaderV2 is built once; a send fills in the
+        # per-message fields (sysFlag, bornTimestamp, flag, properties).
         key = (topic, queue_id, batch, self.group, self.create_topic_key, self.default_topic_queue_nums)
         template = self._header_cache.get(key)
         if template is None:
             if len(self._header_cache) >= 4096:
                 self._header_cache.clear()
-            template = self._header_cache[key] = {
-                "a": self.group,
-                "b": topic,
-                "c": self.create_topic_key,
-                "d": str(self.default_topic_queue_nums),
-                "e": str(queue_id),
-                "f": "0",
-                "g": "",
-                "h": "0",
-                "i": "",
-                "j": "0",
-                "k": "false",
-                "m": "true" if batch else "false",
-            }
-        ext = template.copy()
+            template = self._header_cache[key] = SendTemplate(
+                {
+                    "a": self.group,
+                    "b": topic,
+                    "c": self.create_topic_key,
+                    "d": str(self.default_topic_queue_nums),
+                    "e": str(queue_id),
+                    "f": "0",
+                    "g": "",
+                    "h": "0",
+                    "i": "",
+                    "j": "0",
+                    "k": "false",
+                    "m": "true" if batch else "false",
+                }
+            )
+        return template
+
+    def _header(
+        self, topic: str, queue_id: int, sys_flag: int, flag: int, props: dict[str, str], batch: bool
+    ) -> dict[str, str]:
+        ext = self._template(topic, queue_id, batch).ext.copy()
         if sys_flag:
             ext["f"] = str(sys_flag)
         ext["g"] = str(time.time_ns() // 1_000_000)
@@ -401,10 +407,18 @@ class Producer:
             ext = self._header(mq.topic, mq.queue_id, 0, 0, {PROPERTY_WAIT: "true"}, True)
             return RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, ext, body), ",".join(ids)
         body, sys_flag, props = self._encode_single(msgs)
-        ext = self._header(mq.topic, mq.queue_id, sys_flag, msgs.flag, props, False)
         code = RequestCode.SEND_MESSAGE_V2
         if msgs.properties.get(PROPERTY_MSG_TYPE) == REPLY_MESSAGE_FLAG:
             code = RequestCode.SEND_REPLY_MESSAGE_V2
+        topic = mq.topic
+        if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):  # (a retry topic moves properties to j and l)
+            # _header's fields, formatted into the template's JSON when the request is written
+            request = send_request(
+                code, self._template(topic, mq.queue_id, False), sys_flag, time.time_ns() // 1_000_000,
+                msgs.flag, properties_to_string(props), body,
+            )  # fmt: skip
+            return request, props[PROPERTY_UNIQ_KEY]
+        ext = self._header(topic, mq.queue_id, sys_flag, msgs.flag, props, False)
         return RemotingCommand.request(code, ext, body), props[PROPERTY_UNIQ_KEY]
 
     # -- sending ---------------------------------------------------------------------------------

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import time
 
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rocketq.client.message import Message, MessageQueue
 from rocketq.client.producer import Producer
 from rocketq.client.route import LatencyFaultTolerance
+from rocketq.client.send_request import SendRequest, send_request
+from rocketq.protocol.codes import FLAG_ONEWAY, RequestCode
+from rocketq.protocol.frame import FrameDecoder, RemotingCommand
+from rocketq.protocol.properties import properties_to_string, string_to_properties
 
 
 def test_header_fields_and_cache_does_not_leak_between_messages() -> None:
@@ -36,3 +44,69 @@ def test_fault_duration_table() -> None:
     assert [f(x) for x in (0, 49, 50, 549, 550, 999, 1000, 2999, 15000, 30000)] == [
         0, 0, 0, 0, 30000, 30000, 60000, 120000, 600000, 600000,
     ]  # fmt: skip
+
+
+# -- the single-message request's templated JSON header ------------------------------------------------
+group_names = st.text(st.sampled_from("abcXYZ019_-%|"), min_size=1, max_size=20)
+topics = st.text(st.sampled_from("abcXYZ019_-%|"), min_size=1, max_size=30).filter(
+    lambda t: not t.startswith("%RETRY%")
+)
+ints32 = st.integers(-(2**31), 2**31 - 1)
+
+
+@given(
+    group=group_names,
+    topic=topics,
+    queue_id=st.integers(0, 1023),
+    sys_flag=ints32,
+    msg_flag=ints32,
+    props=st.dictionaries(st.text(min_size=1, max_size=8), st.text(max_size=40), max_size=4),
+    opaque=st.integers(0, 2**31 - 1),
+    oneway=st.booleans(),
+    reply=st.booleans(),
+)
+def test_send_request_header_is_the_generic_encoders_bytes(
+    group, topic, queue_id, sys_flag, msg_flag, props, opaque, oneway, reply
+) -> None:
+    p = Producer(group, namesrv="127.0.0.1:9876")
+    code = RequestCode.SEND_REPLY_MESSAGE_V2 if reply else RequestCode.SEND_MESSAGE_V2
+    born = time.time_ns() // 1_000_000
+    req = send_request(
+        code, p._template(topic, queue_id, False), sys_flag, born, msg_flag, properties_to_string(props), b"x"
+    )
+    req.opaque = opaque
+    req.flag = FLAG_ONEWAY if oneway else 0
+    fast = req.frame_parts()
+    # the same request through the generic encoder: _header's dict with this send's timestamp
+    ext = p._header(topic, queue_id, sys_flag, msg_flag, dict(props), False)
+    ext["g"] = str(born)
+    plain = RemotingCommand(code, opaque=opaque, flag=req.flag, ext_fields=ext, body=b"x")
+    assert fast == plain.frame_parts()
+    assert req.ext_fields == ext  # built on first access, equal to _header's
+    decoded = FrameDecoder().feed(b"".join(fast))[0]
+    assert (decoded.code, decoded.opaque, decoded.ext_fields) == (code, opaque, ext)
+
+
+def test_send_request_sends_what_a_hook_changed() -> None:
+    p = Producer("PG", namesrv="127.0.0.1:9876")
+    req = send_request(RequestCode.SEND_MESSAGE_V2, p._template("T", 0, False), 0, 1, 0, "WAIT\x01true", b"b")
+    req.ext_fields["AccessKey"] = "ak"  # what an RPC hook (the ACL signer) does before the write
+    req.ext_fields["Signature"] = "sig"
+    decoded = FrameDecoder().feed(req.encode())[0]
+    assert decoded.ext_fields["AccessKey"] == "ak" and decoded.ext_fields["Signature"] == "sig"
+    assert decoded.ext_fields["b"] == "T" and decoded.ext_fields["i"] == "WAIT\x01true"
+
+
+def test_build_request_uses_the_template_except_for_retry_topics() -> None:
+    p = Producer("PG", namesrv="127.0.0.1:9876")
+    msg = Message("T", b"body", keys="k1")
+    req, uniq = p._build_request(msg, MessageQueue("T", "broker-a", 2))
+    assert isinstance(req, SendRequest)
+    ext = FrameDecoder().feed(req.encode())[0].ext_fields
+    assert (ext["b"], ext["e"]) == ("T", "2")
+    assert string_to_properties(ext["i"])["UNIQ_KEY"] == uniq
+    retry = Message("%RETRY%G", b"body")
+    retry.properties["RECONSUME_TIME"] = "3"
+    req, _ = p._build_request(retry, MessageQueue("%RETRY%G", "broker-a", 0))
+    assert not isinstance(req, SendRequest)
+    assert req.ext_fields["j"] == "3"
