@@ -29,13 +29,12 @@ class SendTemplate:
     def __init__(self, ext: dict[str, str]) -> None:
         # Per send: sysFlag (f), bornTimestamp (g), flag (h) and properties (i); the rest is fixed here.
         # The dict's key order is the wire order (a..m), as RemotingCommand.encode_header would write it.
-        self.ext = ext
-        fixed = {k: v for k, v in ext.items() if k not in ("f", "g", "h", "i")}
-        head = orjson.dumps({k: fixed[k] for k in ("a", "b", "c", "d", "e")})[1:-1]
-        tail = orjson.dumps({k: v for k, v in fixed.items() if k not in ("a", "b", "c", "d", "e")})[1:-1]
         order = list(ext)
-        if order != ["a", "b", "c", "d", "e", "f", "g", "h", "i", *order[9:]]:
+        if order[:9] != ["a", "b", "c", "d", "e", "f", "g", "h", "i"]:
             raise ValueError(f"unexpected SendMessageRequestHeaderV2 field order {order}")
+        self.ext = ext
+        head = orjson.dumps({k: ext[k] for k in order[:5]})[1:-1]
+        tail = orjson.dumps({k: ext[k] for k in order[9:]})[1:-1]
         self.json = (
             b'{"code":%d,"language":"JAVA","version":%d,"opaque":%d,"flag":%d,"extFields":{'
             + head.replace(b"%", b"%%")
