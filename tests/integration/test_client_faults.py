@@ -173,14 +173,24 @@ def test_producer_fails_over_to_another_broker(tmp_path: Path) -> None:
             brokers[name] = _start_broker(ns.addr, home, conf)
         topic = f"Fail_{uuid.uuid4().hex[:8]}"
         admin(ns.addr, "updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", "2", "-w", "2")
-        with Producer("PG_failover", namesrv=ns.addr, send_msg_timeout=3000) as p:
-            first = [p.send(Message(topic, b"before %d" % i)) for i in range(8)]
-            assert {r.queue.broker_name for r in first} == {"broker-a", "broker-b"}
+        # RocketMQ's default (sendLatencyFaultEnable off) and the latency fault table on
+        plain = Producer("PG_failover", namesrv=ns.addr, send_msg_timeout=3000)
+        faulty = Producer(
+            "PG_failover_lf", namesrv=ns.addr, send_msg_timeout=3000, send_latency_fault_enable=True
+        )
+        with plain, faulty:
+            for p in (plain, faulty):
+                first = [p.send(Message(topic, b"before %d" % i)) for i in range(8)]
+                assert {r.queue.broker_name for r in first} == {"broker-a", "broker-b"}
             brokers["broker-a"].kill()
-            after = [p.send(Message(topic, b"after %d" % i)) for i in range(20)]
-        # every send succeeded: a failed attempt on broker-a is retried on broker-b, and once broker-a
-        # is marked faulty it is skipped
-        assert {r.queue.broker_name for r in after} == {"broker-b"}
+            # every send succeeds: a failed attempt on broker-a is retried on another broker (the retry
+            # avoids the broker that failed last); with the table on, broker-a is then skipped up front.
+            # The table's producer goes first: its first failure also refreshes the shared route.
+            for p in (faulty, plain):
+                after = [p.send(Message(topic, b"after %d" % i)) for i in range(20)]
+                assert {r.queue.broker_name for r in after} == {"broker-b"}
+            assert not faulty._core._fault.is_available("broker-a")
+            assert faulty._core._fault.is_available("broker-b")
     finally:
         for b in brokers.values():
             b.stop()

@@ -119,7 +119,7 @@ class Producer:
         retry_another_broker_when_not_store_ok: bool = False,
         compress_msg_body_over_howmuch: int = 4096,
         max_message_size: int = 4 * 1024 * 1024,
-        send_latency_fault_enable: bool = True,
+        send_latency_fault_enable: bool = False,
         create_topic_key: str = DEFAULT_TOPIC,
         default_topic_queue_nums: int = 4,
         client_config: ClientConfig | None = None,
@@ -140,6 +140,9 @@ class Producer:
         self.retry_another_broker_when_not_store_ok = retry_another_broker_when_not_store_ok
         self.compress_msg_body_over_howmuch = compress_msg_body_over_howmuch
         self.max_message_size = max_message_size
+        # RocketMQ's sendLatencyFaultEnable, off by default as there: a retry still avoids the broker that
+        # failed last (TopicPublishInfo.select_one); on, brokers that failed or answered slowly are also
+        # skipped for a while (the latency table in route.py), at about 1 µs of client CPU per send
         self.send_latency_fault_enable = send_latency_fault_enable
         self.create_topic_key = create_topic_key
         self.default_topic_queue_nums = default_topic_queue_nums

@@ -87,3 +87,17 @@ def test_not_available_duration_table() -> None:
         600000,
         600000,
     ]
+
+
+def test_latency_fault_table_is_off_by_default_as_in_rocketmq() -> None:
+    # DefaultMQProducer's sendLatencyFaultEnable is false: a send picks the next queue round robin, a
+    # retry avoids the broker that failed last, and nothing is recorded per send
+    from rocketq.client.producer import Producer
+
+    p = Producer("PG_default")
+    assert p.send_latency_fault_enable is False
+    p._update_fault("broker-a", 0.0, isolation=True)
+    assert p._fault.is_available("broker-a")
+    on = Producer("PG_on", send_latency_fault_enable=True)
+    on._update_fault("broker-a", 0.0, isolation=True)
+    assert not on._fault.is_available("broker-a")
