@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from . import wire_header
 from .codes import (
     CURRENT_VERSION,
     FLAG_ONEWAY,
@@ -263,15 +264,17 @@ _loads = orjson.loads
 JSONDecodeError = orjson.JSONDecodeError
 
 
-def _command_from_json(raw: memoryview, body: memoryview) -> RemotingCommand:
+def _command_from_json_lenient(raw: memoryview, body: memoryview) -> RemotingCommand:
+    """Any JSON header: quoted numbers and ali-ons' raw extFields values are accepted and coerced, anything
+    malformed raises ProtocolError. Every header when msgspec is missing, else those it would not take."""
     try:
         obj = _loads(raw)
     except JSONDecodeError as exc:
         raise ProtocolError(f"invalid JSON header: {exc}") from None
     if type(obj) is not dict:
         raise ProtocolError("JSON header is not an object")
-    # Fast path for well-formed headers (plain ints, string extFields); anything unusual takes the
-    # lenient, validating path below. This runs once per request, so it matters.
+    # Plain ints and string extFields first (the common case without msgspec); anything unusual takes the
+    # coercing, validating steps below.
     get = obj.get
     try:
         code, opaque, flag, version = _get_ints(obj)
@@ -320,6 +323,35 @@ def _command_from_json(raw: memoryview, body: memoryview) -> RemotingCommand:
     cmd.version = version
     cmd.serialize_type = _JSON
     return cmd
+
+
+_decode_wire_header = wire_header.decode_wire_header
+
+
+def _command_from_wire_header(raw: memoryview, body: memoryview) -> RemotingCommand:
+    # A well-formed header, decoded and checked by msgspec (wire_header.py); anything else is decoded,
+    # coerced or rejected by the lenient path, as before.
+    try:
+        h = _decode_wire_header(raw)  # type: ignore[misc]
+    except Exception:
+        return _command_from_json_lenient(raw, body)
+    cmd = _new_command(RemotingCommand)
+    cmd.code = h.code
+    cmd.opaque = h.opaque
+    cmd.flag = h.flag
+    ext = h.extFields
+    cmd.ext_fields = ext if ext is not None else {}
+    cmd.body = bytes(body) if len(body) else b""
+    cmd.remark = h.remark
+    cmd.language = h.language
+    cmd.version = h.version
+    cmd.serialize_type = _JSON
+    return cmd
+
+
+_command_from_json = (
+    _command_from_wire_header if _decode_wire_header is not None else _command_from_json_lenient
+)
 
 
 def _command_from_binary(raw: memoryview, body: memoryview) -> RemotingCommand:
