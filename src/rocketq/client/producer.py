@@ -63,7 +63,7 @@ from .message import (
     invoke_send_callback,
 )
 from .route import LatencyFaultTolerance, TopicPublishInfo, TopicRouteData, topic_route_to_publish_info
-from .send_request import SendTemplate, send_request
+from .send_request import SendTemplate, plain_properties, send_request
 from .trace import TraceDispatcher
 
 log = logging.getLogger(__name__)
@@ -409,6 +409,25 @@ class Producer:
             body = encode_batch(msgs, prop_strings)
             ext = self._header(mq.topic, mq.queue_id, 0, 0, {PROPERTY_WAIT: "true"}, True)
             return RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, ext, body), ",".join(ids)
+        topic = mq.topic
+        if (
+            not msgs.properties
+            and len(msgs.body) < self.compress_msg_body_over_howmuch
+            and not topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+        ):
+            # No user properties (so no transaction, reply or retry fields), nothing to compress: the
+            # property string straight from the message's fields, no dict to build and join
+            uid = UNIQ_IDS.next_id()
+            msgs.properties[PROPERTY_UNIQ_KEY] = uid
+            request = send_request(
+                RequestCode.SEND_MESSAGE_V2, self._template(topic, mq.queue_id, False), 0,
+                time.time_ns() // 1_000_000, msgs.flag, plain_properties(msgs, uid), msgs.body,
+            )  # fmt: skip
+            return request, uid
+        return self._build_single_request(msgs, mq)
+
+    def _build_single_request(self, msgs: Message, mq: MessageQueue) -> tuple[RemotingCommand, str]:
+        """Any single message (_build_request's general case)."""
         body, sys_flag, props = self._encode_single(msgs)
         code = RequestCode.SEND_MESSAGE_V2
         if msgs.properties.get(PROPERTY_MSG_TYPE) == REPLY_MESSAGE_FLAG:

@@ -7,6 +7,7 @@ import time
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rocketq.client import producer as producer_mod
 from rocketq.client.message import Message, MessageQueue
 from rocketq.client.producer import Producer
 from rocketq.client.route import LatencyFaultTolerance
@@ -110,3 +111,55 @@ def test_build_request_uses_the_template_except_for_retry_topics() -> None:
     req, _ = p._build_request(retry, MessageQueue("%RETRY%G", "broker-a", 0))
     assert not isinstance(req, SendRequest)
     assert req.ext_fields["j"] == "3"
+
+
+class _OneId:
+    """Stands in for UNIQ_IDS: the same id every time."""
+
+    def next_id(self) -> str:
+        return "C0A80001000000000000000000000001"
+
+
+_tag = st.one_of(st.none(), st.text(max_size=6))
+_user_props = st.dictionaries(
+    st.sampled_from(["a", "TRAN_MSG", "MSG_TYPE", "UNIQ_KEY", "WAIT"]), st.text(max_size=4), max_size=2
+)
+
+
+@given(
+    tags=_tag,
+    keys=st.one_of(st.none(), st.lists(st.text(alphabet="abc ", max_size=4), max_size=3)),
+    delay=st.integers(min_value=-1, max_value=18),
+    user=st.one_of(st.just({}), _user_props),
+    size=st.sampled_from([0, 1, 4095, 4096, 5000]),
+    topic=st.sampled_from(["T", "%RETRY%G"]),
+    flag=st.integers(min_value=0, max_value=3),
+)
+def test_a_message_without_user_properties_gets_the_general_paths_request(
+    tags: str | None,
+    keys: list[str] | None,
+    delay: int,
+    user: dict[str, str],
+    size: int,
+    topic: str,
+    flag: int,
+) -> None:
+    # _build_request's short cut (no dict of properties) against the general case, with the same id and time
+    p = Producer("PG", namesrv="127.0.0.1:9876")
+    mq = MessageQueue(topic, "broker-a", 1)
+    made = []
+    for build in (p._build_request, p._build_single_request):
+        msg = Message(topic, b"x" * size, tags=tags, keys=keys, properties=user, delay_level=delay, flag=flag)
+        orig = producer_mod.UNIQ_IDS
+        producer_mod.UNIQ_IDS = _OneId()
+        try:
+            req, uniq = build(msg, mq)
+        finally:
+            producer_mod.UNIQ_IDS = orig
+        req.opaque = 9
+        if isinstance(req, SendRequest):
+            req._born_ts = 1
+        else:
+            req.ext_fields["g"] = "1"
+        made.append((req.code, req.encode(), uniq, msg.properties))
+    assert made[0] == made[1]
