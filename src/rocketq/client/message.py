@@ -145,6 +145,18 @@ class Message:
             props[PROPERTY_DELAY] = str(self.delay_level)
         return props
 
+    def plain_wire_properties(self, uniq: str) -> str:
+        """For a message without user properties: properties_to_string of wire_properties() plus UNIQ_KEY and
+        WAIT=true (what the producer sends), in the same order, built without the dict."""
+        out = f"{PROPERTY_UNIQ_KEY}\x01{uniq}\x02{PROPERTY_WAIT}\x01true"
+        if self.delay_level > 0:
+            out = f"{PROPERTY_DELAY}\x01{self.delay_level}\x02{out}"
+        if self.keys:
+            out = f"{PROPERTY_KEYS}\x01{KEY_SEPARATOR.join(self.keys)}\x02{out}"
+        if self.tags:
+            out = f"{PROPERTY_TAGS}\x01{self.tags}\x02{out}"
+        return out
+
     def __repr__(self) -> str:
         return (
             f"Message(topic={self.topic!r}, tags={self.tags!r}, keys={self.keys!r}, "

@@ -63,7 +63,7 @@ from .message import (
     invoke_send_callback,
 )
 from .route import LatencyFaultTolerance, TopicPublishInfo, TopicRouteData, topic_route_to_publish_info
-from .send_request import SendTemplate, plain_properties, send_request
+from .send_request import SendTemplate, send_request
 from .trace import TraceDispatcher
 
 log = logging.getLogger(__name__)
@@ -421,7 +421,7 @@ class Producer:
             msgs.properties[PROPERTY_UNIQ_KEY] = uid
             request = send_request(
                 RequestCode.SEND_MESSAGE_V2, self._template(topic, mq.queue_id, False), 0,
-                time.time_ns() // 1_000_000, msgs.flag, plain_properties(msgs, uid), msgs.body,
+                time.time_ns() // 1_000_000, msgs.flag, msgs.plain_wire_properties(uid), msgs.body,
             )  # fmt: skip
             return request, uid
         return self._build_single_request(msgs, mq)

@@ -17,8 +17,6 @@ import orjson
 from rocketq.protocol.codes import SerializeType
 from rocketq.protocol.frame import CURRENT_VERSION, RemotingCommand
 
-from .message import KEY_SEPARATOR, Message
-
 _new_request = RemotingCommand.__new__
 
 
@@ -107,17 +105,3 @@ def send_request(
     req.version = CURRENT_VERSION
     req.serialize_type = SerializeType.JSON
     return req
-
-
-def plain_properties(msg: Message, uniq: str) -> str:
-    """The property string of a message without user properties as the producer sends it: what
-    properties_to_string gives for its wire_properties() plus UNIQ_KEY and WAIT=true, in that order (TAGS,
-    KEYS, DELAY, UNIQ_KEY, WAIT), built without the dict."""
-    out = "UNIQ_KEY\x01" + uniq + "\x02WAIT\x01true"
-    if msg.delay_level > 0:
-        out = f"DELAY\x01{msg.delay_level}\x02{out}"
-    if msg.keys:
-        out = "KEYS\x01" + KEY_SEPARATOR.join(msg.keys) + "\x02" + out
-    if msg.tags:
-        out = "TAGS\x01" + msg.tags + "\x02" + out
-    return out
