@@ -354,6 +354,62 @@ _command_from_json = (
 )
 
 
+class SendV2Request(RemotingCommand):
+    """A SEND_MESSAGE_V2 request whose extFields were decoded into a struct (wire_header.SendV2Fields):
+    SendMessageRequestHeader.of_request reads ``v2`` directly. ``ext_fields``, the dict the generic path
+    gives (the same keys and values; nothing reads their order), is built on first access only."""
+
+    __slots__ = ("_ext", "v2")
+
+    _ext: dict[str, str] | None
+    v2: Any
+
+    @property  # type: ignore[override]
+    def ext_fields(self) -> dict[str, str]:
+        ext = self._ext
+        if ext is None:
+            v2 = self.v2
+            ext = self._ext = {k: v for k in _SEND_V2_FIELDS if (v := getattr(v2, k)) is not None}
+        return ext
+
+    @ext_fields.setter
+    def ext_fields(self, value: dict[str, str]) -> None:
+        self._ext = value
+
+
+# How rocketq's, Java's (fastjson sorts the keys) and ali-ons' encoders start a SEND_MESSAGE_V2 header; any
+# other spelling takes the generic path, which gives the same command
+SEND_V2_PREFIX = b'{"code":310,'
+_SEND_V2_FIELDS = wire_header.SEND_V2_FIELDS
+_decode_send_v2 = wire_header.decode_send_v2_header
+_new_send_v2 = SendV2Request.__new__
+
+
+def _command_from_send_v2(raw: memoryview, body: memoryview) -> RemotingCommand:
+    try:
+        h = _decode_send_v2(raw)  # type: ignore[misc]
+    except Exception:
+        return _command_from_json(raw, body)
+    if h.code != 310:  # a second "code" key later in the header: let the generic path decide
+        return _command_from_json(raw, body)
+    cmd = _new_send_v2(SendV2Request)
+    cmd.code = 310
+    cmd.opaque = h.opaque
+    cmd.flag = h.flag
+    cmd._ext = None
+    cmd.v2 = h.extFields
+    cmd.body = bytes(body) if len(body) else b""
+    cmd.remark = h.remark
+    cmd.language = h.language
+    cmd.version = h.version
+    cmd.serialize_type = _JSON
+    return cmd
+
+
+if _decode_send_v2 is None:
+    _command_from_send_v2 = _command_from_json  # without msgspec every header is generic
+
+
 def _command_from_binary(raw: memoryview, body: memoryview) -> RemotingCommand:
     n = len(raw)
     if n < _BIN_FIXED.size + 8:
@@ -462,9 +518,10 @@ class FrameDecoder:
                     raise ProtocolError(f"header length {header_len} exceeds frame length {length - 4}")
                 start = pos + 8
                 if mark >> 24 == 0:  # SerializeType.JSON (the mark is non-negative: high byte 0)
-                    out.append(
-                        _command_from_json(view[start : start + header_len], view[start + header_len : end])
+                    decode = (
+                        _command_from_send_v2 if src.startswith(SEND_V2_PREFIX, start) else _command_from_json
                     )
+                    out.append(decode(view[start : start + header_len], view[start + header_len : end]))
                 else:
                     with view[pos + 4 : end] as frame:
                         out.append(decode_frame(frame))

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Annotated, Any, ClassVar, Self, TypeVar, dataclass_transform, get_args, get_origin
 
 from .codes import RequestCode
-from .frame import ProtocolError
+from .frame import ProtocolError, RemotingCommand, SendV2Request
 
 T = TypeVar("T")
 
@@ -197,11 +197,14 @@ def _encode(obj: Any, table: tuple[_HField, ...]) -> dict[str, str]:
 _SMALL_INTS: dict[str, int] = {str(i): i for i in range(-1, 256)}
 
 
-def _compile(cls: type, table: tuple[_HField, ...]) -> tuple[Callable[..., Any], Callable[..., Any]]:
+def _compile(
+    cls: type, table: tuple[_HField, ...], from_attrs: bool = False
+) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """Generate straight-line decode/encode functions from the table (what dataclasses does for __init__).
 
     The generated decoder raises on any problem and ``Header.from_ext`` falls back to ``_decode`` for the
-    message, so error handling lives in one place.
+    message, so error handling lives in one place. ``from_attrs``: the decoder reads each wire key as an
+    attribute (None: absent) of an object instead of from a mapping; the same parsing otherwise.
     """
     ns: dict[str, Any] = {
         "new": object.__new__,
@@ -210,11 +213,13 @@ def _compile(cls: type, table: tuple[_HField, ...]) -> tuple[Callable[..., Any],
         "small": _SMALL_INTS.get,
     }
     dec = ["def decode(ext):", " get = ext.get", " obj = new(cls)"]
+    if from_attrs:
+        dec[1] = " "
     enc = ["def encode(obj):", " out = {}"]
     for i, f in enumerate(table):
         ns[f"p{i}"] = f.parse
         ns[f"d{i}"] = f.default
-        dec.append(f" v = get({f.key!r})")
+        dec.append(f" v = ext.{f.key}" if from_attrs else f" v = get({f.key!r})")
         if f.required:
             dec.append(" if v is None: raise Missing")
         else:
@@ -323,6 +328,17 @@ class SendMessageRequestHeader(Header):
                 return _decode(cls, cls._v2_fields, ext)
         return cls.from_ext(ext)
 
+    @classmethod
+    def of_request(cls, request: RemotingCommand) -> Self:
+        """from_request(request.code, request.ext_fields), read from the struct of a SendV2Request (no
+        extFields dict is built); the same header, or the same ProtocolError."""
+        if request.__class__ is SendV2Request:
+            try:
+                return cls._v2_decode_attrs(request.v2)  # type: ignore[attr-defined]
+            except Exception:
+                pass  # from_request names the offending field
+        return cls.from_request(request.code, request.ext_fields)
+
     def to_v2(self) -> SendMessageRequestHeaderV2:
         return SendMessageRequestHeaderV2.from_v1(self)
 
@@ -331,6 +347,9 @@ SendMessageRequestHeader._v2_fields = _build_table(SendMessageRequestHeader, v2=
 _dec, _enc = _compile(SendMessageRequestHeader, SendMessageRequestHeader._v2_fields)
 SendMessageRequestHeader._v2_decode = staticmethod(_dec)  # type: ignore[assignment]
 SendMessageRequestHeader._v2_encode = staticmethod(_enc)  # type: ignore[assignment]
+SendMessageRequestHeader._v2_decode_attrs = staticmethod(  # type: ignore[attr-defined]
+    _compile(SendMessageRequestHeader, SendMessageRequestHeader._v2_fields, from_attrs=True)[0]
+)
 
 _SEND_V2_CODES = frozenset(
     (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2)

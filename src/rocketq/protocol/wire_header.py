@@ -19,6 +19,10 @@ except ImportError:  # optional: the lenient path decodes everything
     msgspec = None  # type: ignore[assignment]
 
 decode_wire_header: Callable[[Any], Any] | None = None
+# SEND_MESSAGE_V2 (310) only: the same header with its short-name extFields (a..n) as a struct, so that no
+# dict of them is built per sent message (SendMessageRequestHeader.of_request reads the struct)
+decode_send_v2_header: Callable[[Any], Any] | None = None
+SEND_V2_FIELDS: tuple[str, ...] = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n")
 
 if msgspec is not None:
     _I32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)]
@@ -36,3 +40,37 @@ if msgspec is not None:
         extFields: dict[str, str] | None = None  # the wire name
 
     decode_wire_header = msgspec.json.Decoder(WireHeader).decode
+
+    class SendV2Fields(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+        """SEND_MESSAGE_V2's extFields: string values of the short names only. Any other key (an ACL
+        signature, say) or value type makes the decoder raise and the frame take the dict path. A null is
+        absent, as the lenient path has it."""
+
+        a: str | None = None
+        b: str | None = None
+        c: str | None = None
+        d: str | None = None
+        e: str | None = None
+        f: str | None = None
+        g: str | None = None
+        h: str | None = None
+        i: str | None = None
+        j: str | None = None
+        k: str | None = None
+        l: str | None = None  # noqa: E741 - the wire name
+        m: str | None = None
+        n: str | None = None
+
+    class SendV2WireHeader(msgspec.Struct, gc=False):
+        """WireHeader of a SEND_MESSAGE_V2 request (the caller checks code == 310)."""
+
+        extFields: SendV2Fields
+        code: _I32 = 0
+        language: str = "JAVA"
+        version: _I32 = 0
+        opaque: _I32 = 0
+        flag: _I32 = 0
+        remark: str | None = None
+
+    assert SendV2Fields.__struct_fields__ == SEND_V2_FIELDS
+    decode_send_v2_header = msgspec.json.Decoder(SendV2WireHeader).decode

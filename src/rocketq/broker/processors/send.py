@@ -274,7 +274,7 @@ class SendProcessor:
     # -- entry -------------------------------------------------------------------------------
     def process(self, channel: Channel, request: RemotingCommand):
         code = request.code
-        h = SendMessageRequestHeader.from_request(code, request.ext_fields)
+        h = SendMessageRequestHeader.of_request(request)
         tc, err = self._check(request, h)
         if err is not None:
             return err
