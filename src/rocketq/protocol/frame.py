@@ -385,7 +385,9 @@ _decode_send_v2 = wire_header.decode_send_v2_header
 _new_send_v2 = SendV2Request.__new__
 
 
-def _command_from_send_v2(raw: memoryview, body: memoryview) -> RemotingCommand:
+def _command_from_send_v2(raw: memoryview, body: memoryview, borrow: bool = False) -> RemotingCommand:
+    """borrow: body is a slice of an immutable read (bytes), kept as the command's body instead of copied;
+    the send processor only measures it and copies it into the CommitLog."""
     try:
         h = _decode_send_v2(raw)  # type: ignore[misc]
     except Exception:
@@ -398,7 +400,7 @@ def _command_from_send_v2(raw: memoryview, body: memoryview) -> RemotingCommand:
     cmd.flag = h.flag
     cmd._ext = None
     cmd.v2 = h.extFields
-    cmd.body = bytes(body) if len(body) else b""
+    cmd.body = (body if borrow else bytes(body)) if len(body) else b""
     cmd.remark = h.remark
     cmd.language = h.language
     cmd.version = h.version
@@ -406,8 +408,10 @@ def _command_from_send_v2(raw: memoryview, body: memoryview) -> RemotingCommand:
     return cmd
 
 
-if _decode_send_v2 is None:
-    _command_from_send_v2 = _command_from_json  # without msgspec every header is generic
+if _decode_send_v2 is None:  # without msgspec every header is generic
+
+    def _command_from_send_v2(raw: memoryview, body: memoryview, borrow: bool = False) -> RemotingCommand:
+        return _command_from_json(raw, body)
 
 
 def _command_from_binary(raw: memoryview, body: memoryview) -> RemotingCommand:
@@ -493,13 +497,43 @@ class FrameDecoder:
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand]:
         buf = self._buf
-        if buf or type(data) is not bytes:
-            buf += data
-            src: bytes | bytearray = buf
-        else:  # nothing buffered: decode straight from the read (no copy of it); keep only a partial frame
-            src = data
         out: list[RemotingCommand] = []
-        pos = 0
+        if type(data) is not bytes:  # a bytearray or a view may change after this call: decode a copy
+            buf += data
+            return self._decode_buffer(out)
+        start = 0
+        if buf:
+            # A frame is partly buffered: complete it with the head of this read and decode it from the
+            # buffer, then decode the rest straight from the read. Only the straddling frame is copied, not
+            # the whole read (4 KiB to 64 KiB sends make most reads end inside a frame).
+            missing = -1
+            if len(buf) >= 4:
+                (length,) = _INT.unpack_from(buf, 0)
+                if 4 <= length <= self.max_frame_size:
+                    missing = 4 + length - len(buf)
+            if missing < 0 or missing > len(data):  # still incomplete, or a bad length the decode rejects
+                buf += data
+                return self._decode_buffer(out)
+            buf += memoryview(data)[:missing]
+            self._decode(buf, 0, False, out)
+            buf.clear()
+            start = missing
+        pos = self._decode(data, start, True, out)
+        if pos < len(data):
+            buf += memoryview(data)[pos:]
+        return out
+
+    def _decode_buffer(self, out: list[RemotingCommand]) -> list[RemotingCommand]:
+        buf = self._buf
+        pos = self._decode(buf, 0, False, out)
+        if pos:
+            del buf[:pos]
+        return out
+
+    def _decode(self, src: bytes | bytearray, pos: int, borrow: bool, out: list[RemotingCommand]) -> int:
+        """Append the whole frames of src from pos on to out; returns where the first incomplete one starts.
+        borrow: src is an immutable read, so a send's body may stay a view of it (never of the buffer, which
+        is resized afterwards)."""
         total = len(src)
         max_frame = self.max_frame_size
         unpack = _INT.unpack_from
@@ -518,17 +552,20 @@ class FrameDecoder:
                     raise ProtocolError(f"header length {header_len} exceeds frame length {length - 4}")
                 start = pos + 8
                 if mark >> 24 == 0:  # SerializeType.JSON (the mark is non-negative: high byte 0)
-                    decode = (
-                        _command_from_send_v2 if src.startswith(SEND_V2_PREFIX, start) else _command_from_json
-                    )
-                    out.append(decode(view[start : start + header_len], view[start + header_len : end]))
+                    if src.startswith(SEND_V2_PREFIX, start):
+                        out.append(
+                            _command_from_send_v2(
+                                view[start : start + header_len], view[start + header_len : end], borrow
+                            )
+                        )
+                    else:
+                        out.append(
+                            _command_from_json(
+                                view[start : start + header_len], view[start + header_len : end]
+                            )
+                        )
                 else:
                     with view[pos + 4 : end] as frame:
                         out.append(decode_frame(frame))
                 pos = end
-        if src is buf:
-            if pos:
-                del buf[:pos]
-        elif pos < total:
-            buf += memoryview(data)[pos:]
-        return out
+        return pos

@@ -150,3 +150,46 @@ def test_any_send_header_agrees(
     for k in dropped:
         ext.pop(k, None)
     _agree(_send_header(ext, **top), body)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.booleans(), st.binary(max_size=300)), min_size=1, max_size=6),
+    st.lists(st.integers(0, 4000), max_size=10),
+)
+def test_sends_cut_anywhere_decode_the_same(frames: list[tuple[bool, bytes]], cut_at: list[int]) -> None:
+    """A stream of sends (and other requests) cut into reads anywhere: the same commands as each frame
+    decoded alone, whether a body was borrowed from a read or copied out of the decoder's buffer, and the
+    borrowed bodies still hold their bytes once every read has been decoded."""
+    wire = []
+    for i, (is_send, body) in enumerate(frames):
+        if is_send:
+            wire.append(_frame(_send_header({**_PRODUCER_EXT, "g": str(i)}), body))
+        else:
+            wire.append(RemotingCommand.request(11, {"topic": "T", "n": str(i)}, body).encode())
+    stream = b"".join(wire)
+    cuts = sorted({c for c in cut_at if c < len(stream)} | {len(stream)})
+    dec = FrameDecoder()
+    got: list[RemotingCommand] = []
+    prev = 0
+    for cut in cuts:
+        got += dec.feed(stream[prev:cut])  # a fresh bytes object per read, as a socket gives
+        prev = cut
+    assert dec.buffered == 0 and len(got) == len(frames)
+    for cmd, raw, (is_send, body) in zip(got, wire, frames, strict=True):
+        (alone,) = FrameDecoder().feed(raw)
+        assert type(cmd) is type(alone) is (SendV2Request if is_send else RemotingCommand)
+        assert bytes(cmd.body) == bytes(alone.body) == body
+        assert (cmd.code, cmd.opaque, cmd.ext_fields) == (alone.code, alone.opaque, alone.ext_fields)
+
+
+def test_a_body_is_borrowed_from_a_read_and_copied_from_the_buffer() -> None:
+    one = _frame(_send_header(_PRODUCER_EXT), b"x" * 100)
+    dec = FrameDecoder()
+    (a,) = dec.feed(one)
+    assert type(a.body) is memoryview and a.body.obj is one and bytes(a.body) == b"x" * 100
+    assert dec.feed(one[:50]) == []
+    (b,) = dec.feed(one[50:])  # straddled two reads: completed in the buffer, so copied
+    assert type(b.body) is bytes and b.body == b"x" * 100
+    (c,) = dec.feed(bytearray(one))  # a mutable input is never borrowed from
+    assert type(c.body) is bytes
