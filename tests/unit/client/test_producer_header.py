@@ -163,3 +163,14 @@ def test_a_message_without_user_properties_gets_the_general_paths_request(
             req.ext_fields["g"] = "1"
         made.append((req.code, req.encode(), uniq, msg.properties))
     assert made[0] == made[1]
+
+
+def test_send_result_field_order_the_send_path_passes_positionally() -> None:
+    import dataclasses
+
+    from rocketq.client.message import SendResult
+
+    assert [f.name for f in dataclasses.fields(SendResult)] == [
+        "status", "msg_id", "offset_msg_id", "queue", "queue_offset", "transaction_id", "region_id",
+        "trace_on",
+    ]  # fmt: skip
