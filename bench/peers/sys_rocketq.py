@@ -71,9 +71,10 @@ class RocketqClient(Client):
     pull_batch_size = 256
 
     async def connect(self, role: str) -> None:
-        from rocketq.aio import Message, Producer
+        from rocketq.aio import Message, Producer, SendStatus
 
         self._msg = Message
+        self._ok = SendStatus.SEND_OK
         self.consumer: Any = None
         self.producer: Any = None
         self.auto_producer: Any = None
@@ -123,18 +124,18 @@ class RocketqClient(Client):
 
     async def publish(self, topic: str, body: bytes) -> None:
         r = await self.producer.send(self._msg(topic, body))
-        if r.status.name != "SEND_OK":
+        if r.status is not self._ok:
             raise RuntimeError(f"send status {r.status.name}")
 
     async def publish_auto(self, topic: str, body: bytes) -> None:
         r = await self.auto_producer.send(self._msg(topic, body))
-        if r.status.name != "SEND_OK":
+        if r.status is not self._ok:
             raise RuntimeError(f"send status {r.status.name}")
 
     async def publish_batch(self, topic: str, bodies: list[bytes]) -> None:
         m = self._msg
         r = await self.producer.send([m(topic, b) for b in bodies])
-        if r.status.name != "SEND_OK":
+        if r.status is not self._ok:
             raise RuntimeError(f"send status {r.status.name}")
 
     async def subscribe(self, topic: str, group: str, on_bodies: OnBodies, m: Membership = SOLO) -> None:
