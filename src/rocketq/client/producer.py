@@ -459,11 +459,7 @@ class Producer:
         if oneway:
             await inst.remoting.invoke_oneway(addr, request)
             return None
-        ch = inst.remoting.direct_channel(addr)
-        if ch is not None:
-            resp = await ch.invoke(request, timeout_s)
-        else:
-            resp = await inst.remoting.invoke(addr, request, timeout_s)
+        resp = await inst.remoting.invoke(addr, request, timeout_s)
         status = _STATUS_BY_CODE.get(resp.code)
         if status is None:
             raise MQBrokerError(resp.code, resp.remark, addr)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from rocketq.protocol.frame import MAX_FRAME_SIZE, RemotingCommand
@@ -121,17 +121,19 @@ class RemotingClient:
             ch.close()
 
     # -- requests ----------------------------------------------------------------------------
-    def direct_channel(self, addr: str) -> Channel | None:
-        """The open connection to addr when there is no RPC hook: its Channel.invoke is what invoke() would
-        await (a hot caller saves a coroutine per request). None: call invoke()."""
-        ch = self._channels.get(addr)
-        if ch is None or ch.closed or self.rpc_hook is not None:
-            return None
-        return ch
-
-    async def invoke(self, addr: str, request: RemotingCommand, timeout_s: float = 3.0) -> RemotingCommand:
-        """Send ``request`` and return the response; raises RemotingTimeoutError,
+    def invoke(
+        self, addr: str, request: RemotingCommand, timeout_s: float = 3.0
+    ) -> Coroutine[Any, Any, RemotingCommand]:
+        """Send ``request`` and return the response (await the result); raises RemotingTimeoutError,
         RemotingConnectError or RemotingSendRequestError."""
+        ch = self._channels.get(addr)
+        if ch is not None and not ch.closed and self.rpc_hook is None:
+            return ch.invoke(
+                request, timeout_s
+            )  # the connection's own coroutine: one coroutine less per call
+        return self._invoke(addr, request, timeout_s)
+
+    async def _invoke(self, addr: str, request: RemotingCommand, timeout_s: float) -> RemotingCommand:
         ch = self._channels.get(addr)
         if ch is None or ch.closed:
             loop = asyncio.get_running_loop()
