@@ -212,9 +212,11 @@ def _compile(
         "Missing": ProtocolError,
         "small": _SMALL_INTS.get,
     }
-    dec = ["def decode(ext):", " get = ext.get", " obj = new(cls)"]
-    if from_attrs:
-        dec[1] = " "
+    dec = (
+        ["def decode(ext):", " obj = new(cls)"]
+        if from_attrs
+        else ["def decode(ext):", " get = ext.get", " obj = new(cls)"]
+    )
     enc = ["def encode(obj):", " out = {}"]
     for i, f in enumerate(table):
         ns[f"p{i}"] = f.parse
