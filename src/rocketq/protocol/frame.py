@@ -392,7 +392,7 @@ def _command_from_send_v2(raw: memoryview, body: memoryview, borrow: bool = Fals
         h = _decode_send_v2(raw)  # type: ignore[misc]
     except Exception:
         return _command_from_json(raw, body)
-    if h.code != 310:  # a second "code" key later in the header: let the generic path decide
+    if h.code != 310 or h.extFields is None:  # a second "code" key, no extFields: the generic path decides
         return _command_from_json(raw, body)
     cmd = _new_send_v2(SendV2Request)
     cmd.code = 310

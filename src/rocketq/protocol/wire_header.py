@@ -61,16 +61,10 @@ if msgspec is not None:
         m: str | None = None
         n: str | None = None
 
-    class SendV2WireHeader(msgspec.Struct, gc=False):
-        """WireHeader of a SEND_MESSAGE_V2 request (the caller checks code == 310)."""
+    class SendV2WireHeader(WireHeader, gc=False):
+        """WireHeader of a SEND_MESSAGE_V2 request (the caller checks code == 310 and extFields present)."""
 
-        extFields: SendV2Fields
-        code: _I32 = 0
-        language: str = "JAVA"
-        version: _I32 = 0
-        opaque: _I32 = 0
-        flag: _I32 = 0
-        remark: str | None = None
+        extFields: SendV2Fields | None = None  # type: ignore[assignment]  # the struct instead of the dict
 
     assert SendV2Fields.__struct_fields__ == SEND_V2_FIELDS
     decode_send_v2_header = msgspec.json.Decoder(SendV2WireHeader).decode
