@@ -41,30 +41,19 @@ if msgspec is not None:
 
     decode_wire_header = msgspec.json.Decoder(WireHeader).decode
 
-    class SendV2Fields(msgspec.Struct, gc=False, forbid_unknown_fields=True):
-        """SEND_MESSAGE_V2's extFields: string values of the short names only. Any other key (an ACL
-        signature, say) or value type makes the decoder raise and the frame take the dict path. A null is
-        absent, as the lenient path has it."""
-
-        a: str | None = None
-        b: str | None = None
-        c: str | None = None
-        d: str | None = None
-        e: str | None = None
-        f: str | None = None
-        g: str | None = None
-        h: str | None = None
-        i: str | None = None
-        j: str | None = None
-        k: str | None = None
-        l: str | None = None  # noqa: E741 - the wire name
-        m: str | None = None
-        n: str | None = None
+    # SEND_MESSAGE_V2's extFields: string values of the short names only. Any other key (an ACL signature,
+    # say) or value type makes the decoder raise and the frame take the dict path. A null is absent, as the
+    # lenient path has it.
+    SendV2Fields = msgspec.defstruct(
+        "SendV2Fields",
+        [(name, str | None, None) for name in SEND_V2_FIELDS],
+        gc=False,
+        forbid_unknown_fields=True,
+    )
 
     class SendV2WireHeader(WireHeader, gc=False):
         """WireHeader of a SEND_MESSAGE_V2 request (the caller checks code == 310 and extFields present)."""
 
-        extFields: SendV2Fields | None = None  # type: ignore[assignment]  # the struct instead of the dict
+        extFields: SendV2Fields | None = None  # type: ignore[assignment,valid-type]  # the struct, not the dict
 
-    assert SendV2Fields.__struct_fields__ == SEND_V2_FIELDS
     decode_send_v2_header = msgspec.json.Decoder(SendV2WireHeader).decode
