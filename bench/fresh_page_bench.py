@@ -1,12 +1,14 @@
 """What a store into a fresh page of a file mapping costs, and how much of it populating first moves away.
 
-    python bench/fresh_page_bench.py [--mib 256] [--record 1024] [--dir DIR] none read none read write
+    python bench/fresh_page_bench.py [--mib 256] [--record 1024] [--dir DIR] none read none read write zeros
 
-Per mode: a new sparse file of --mib MiB is mapped, optionally populated in one madvise call
-(read: MADV_POPULATE_READ, write: MADV_POPULATE_WRITE, none: not at all), then filled with --record-byte
-records in order, as the CommitLog's writer fills a segment. Prints µs per 4 KiB page of wall time and CPU for
-the populate call and for the stores, and the minor faults the stores took. Modes run in the order given,
-5 s apart (so a page freed by one mode is not simply handed to the next). Linux 5.14+ for the populate modes.
+Per mode: a new sparse file of --mib MiB is mapped, optionally populated first (read: MADV_POPULATE_READ,
+write: MADV_POPULATE_WRITE, both in one madvise call; zeros: buffered pwrite of zeros in 1 MiB chunks, what
+the ASYNC_FLUSH warm-ahead does, store/warm.py; none: not at all), then filled with --record-byte records in
+order, as the CommitLog's writer fills a segment. Prints µs per 4 KiB page of wall time and CPU for the
+populate step and for the stores, and the minor faults the stores took. Modes run in the order given, 5 s
+apart (so a page freed by one mode is not simply handed to the next); --gap changes that. Linux 5.14+ for
+the madvise modes.
 """
 
 from __future__ import annotations
@@ -37,6 +39,10 @@ def run(mode: str, size: int, record: int, directory: str) -> None:
             mm.madvise(MADV_POPULATE_READ, 0, size)
         elif mode == "write":
             mm.madvise(MADV_POPULATE_WRITE, 0, size)
+        elif mode == "zeros":
+            zeros = bytes(1 << 20)
+            for off in range(0, size, len(zeros)):
+                os.pwrite(fd, zeros[: size - off], off)
         t1, r1 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
         body = os.urandom(record)
         for pos in range(0, size - record + 1, record):
@@ -63,12 +69,13 @@ def main() -> None:
     ap.add_argument("--mib", type=int, default=256)
     ap.add_argument("--record", type=int, default=1024)
     ap.add_argument("--dir", default=".", help="where the scratch file goes (the file system under test)")
+    ap.add_argument("--gap", type=float, default=5.0, help="seconds between modes")
     a = ap.parse_args()
     for i, mode in enumerate(a.modes):
-        if mode not in ("none", "read", "write"):
+        if mode not in ("none", "read", "write", "zeros"):
             ap.error(f"unknown mode {mode!r}")
         if i:
-            time.sleep(5)
+            time.sleep(a.gap)
         run(mode, a.mib << 20, a.record, a.dir)
 
 
