@@ -25,6 +25,9 @@ from .mapped_file import OS_PAGE_SIZE
 from .mapped_file_queue import MappedFileQueue
 
 _ADVISE = hasattr(mmap, "MADV_DONTNEED") and hasattr(os, "posix_fadvise")
+# The largest page-cache folio (a PMD: 2 MiB with 4 KiB pages). Buffered writes of large chunks (the ASYNC
+# warm-ahead zeros, store/warm.py) put the file into folios that large.
+FOLIO_SLACK = 2 << 20
 
 
 def release_pages(mm: mmap.mmap, fd: int, start: int, end: int) -> None:
@@ -68,14 +71,18 @@ class CacheReleaseService(_ServiceThread):
         done = 0
         size = self.mfq.file_size
         for mf in self.mfq.files:  # a copy-on-write snapshot: segments rolled or deleted meanwhile are safe
-            lo = max(self.released, mf.file_from_offset)
-            hi = min(target, mf.file_from_offset + size)
+            start = mf.file_from_offset
+            lo = max(self.released, start)
+            hi = min(target, start + size)
             # A segment deleted between this check and the call only costs the advice on a reused descriptor:
             # clean pages are re-read later, no data is touched.
             if hi <= lo or mf.closed:
                 continue
+            # The kernel drops a large folio only when the range covers all of it, so one that straddled the
+            # last call's end is still cached: start FOLIO_SLACK earlier (pages dropped before cost nothing).
+            again = max(lo - FOLIO_SLACK, start)
             try:
-                release_pages(mf.mm, mf.fd, lo - mf.file_from_offset, hi - mf.file_from_offset)
+                release_pages(mf.mm, mf.fd, again - start, hi - start)
             except (ValueError, OSError):  # deleted (unmapped) meanwhile: nothing left to release
                 continue
             done += hi - lo

@@ -178,8 +178,12 @@ class CommitLog:
             pw = self._pwrite
             if staging:
                 buf, at = self._stage, staged
+            elif pw:
+                buf, at = self._scratch, 0
             else:
-                buf, at = (self._scratch, 0) if pw else (mf.mm, pos)
+                buf, at = mf.mm, pos
+                if pos + size > mf.warm_limit:  # zeros may be on their way there (store/warm.py)
+                    mf.warm_claim(pos + size)
             encode_record_into(
                 buf, at, body, tb, pb, qid, msg.flag, qoff, phys, sys_flag, msg.born_timestamp, born_ip4,
                 born_host[1], store_ts, self.store_ip4, self.store_port, msg.reconsume_times,
@@ -247,6 +251,8 @@ class CommitLog:
             pad = min(-(pos + total) % OS_PAGE_SIZE, self.file_size - pos - total) if self._pad else 0
             buf = bytearray(total + pad) if self._pwrite else mf.mm  # zero padding: see __init__
             at = 0 if self._pwrite else pos
+            if not self._pwrite and pos + total > mf.warm_limit:  # see append_one
+                mf.warm_claim(pos + total)
             host: tuple[str, int] | None = None
             born_ip4 = b""
             for (m, pb, crc, _), size in zip(items, sizes, strict=True):

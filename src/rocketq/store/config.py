@@ -49,10 +49,11 @@ class StoreConfig:
     max_transfer_count_on_message_in_memory: int = 32
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
     preallocate_commitlog: bool = True  # posix_fallocate new segments: disk full fails the roll, not a write
-    # SYNC_FLUSH: keep the CommitLog's blocks this far ahead of the writer written with zeros (store/warm.py)
+    # Keep the CommitLog's blocks this far ahead of the writer written with zeros (store/warm.py): on the
+    # device under SYNC_FLUSH, in the page cache under ASYNC_FLUSH (when it stores through the mapping)
     warm_ahead_enable: bool = True
     warm_ahead_bytes: int = 8 << 20
-    warm_ahead_max_rate: int = 0  # bytes/s of appends above which warm-ahead pauses (0: never)
+    warm_ahead_max_rate: int = 0  # SYNC_FLUSH: bytes/s of appends above which warm-ahead pauses (0: never)
     # ASYNC_FLUSH: write records with pwrite (runs of pipelined sends staged into one write) instead of
     # storing through the mapping, and start writeback of every this-many new bytes right behind the
     # writer (store/writeback.py); 0 keeps the store through the mapping and the interval flush only.

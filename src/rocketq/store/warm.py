@@ -1,16 +1,25 @@
-"""Warm-ahead for SYNC_FLUSH: keep the CommitLog's blocks ahead of the append position written with zeros.
+"""Warm-ahead: keep the CommitLog's blocks ahead of the append position written with zeros.
 
-Why: a preallocated segment's blocks are *unwritten* extents (ext4, xfs). The fdatasync that covers the first
-write into such a block must also convert the extent and commit the filesystem journal: on the reference
-machine a 4 KiB round costs ~200 us instead of ~95 us, a 44 KB round ~240 us instead of ~110 us
-(bench/mmap_fsync_bench.py, mode pwrite-warm). SYNC_FLUSH pays one fdatasync per acknowledgement round, so
-this thread writes zeros a few MiB ahead of the writer and syncs them; the group commit then overwrites
-blocks that are already written and its fdatasync flushes data only. RocketMQ's warmMapedFileEnable zeroes
-a whole new segment at creation for the same reason; here the zeros stay a bounded distance ahead instead.
+SYNC_FLUSH (direct zeros). A preallocated segment's blocks are *unwritten* extents (ext4, xfs). The fdatasync
+that covers the first write into such a block must also convert the extent and commit the filesystem
+journal: on the reference machine a 4 KiB round costs ~200 us instead of ~95 us, a 44 KB round ~240 us
+instead of ~110 us (bench/mmap_fsync_bench.py, mode pwrite-warm). SYNC_FLUSH pays one fdatasync per
+acknowledgement round, so this thread writes zeros a few MiB ahead of the writer and syncs them; the group
+commit then overwrites blocks that are already written and its fdatasync flushes data only. RocketMQ's
+warmMapedFileEnable zeroes a whole new segment at creation for the same reason; here the zeros stay a bounded
+distance ahead instead. Cost: each CommitLog byte reaches the device twice (zeros, then data). The zeros go
+through O_DIRECT on a separate descriptor, so they never sit as dirty page-cache pages for an
+acknowledgement's fdatasync to write back.
 
-Cost: each CommitLog byte reaches the device twice (zeros, then data). The zeros go through O_DIRECT on a
-separate descriptor, so they never sit as dirty page-cache pages for an acknowledgement's fdatasync to
-write back.
+ASYNC_FLUSH (page-cache zeros). The writer stores records through the mapping, and the first store into a
+page the file does not have in the page cache yet faults; the kernel allocates and zeroes the page in that
+fault. On the reference VM that costs 5.3-8.8 µs per 4 KiB page, nearly all of it system time, while a
+buffered write() of zeros puts the same page in the page cache for 0.8 µs, and stores into it afterwards take
+0.05-0.11 µs of system time per page (bench/fresh_page_bench.py none zeros). So here the thread writes the
+zeros through the page cache (plain pwrite, no sync), off the event loop and with the GIL released, and the
+writer's stores land in pages that are already there. The
+zeros are dirty pages, so the interval flush syncs only the written range (MappedFile.flush), not the whole
+file: zeros the writer overwrites before the kernel's own writeback never reach the device.
 
 Safety (the zeros must never land on a record): a writer may store below ``mf.warm_limit`` freely. Beyond
 it, the writer takes ``mf.warm_lock`` (waiting out a chunk in flight) and raises ``mf.warm_writer_end``;
@@ -35,7 +44,7 @@ from .mapped_file import OS_PAGE_SIZE, MappedFile
 
 log = logging.getLogger(__name__)
 
-CHUNK = 1 << 20  # zeros per O_DIRECT write
+CHUNK = 1 << 20  # zeros per write
 JUMP_MARGIN = 256 << 10  # when the writer is ahead of the zeros, restart this far beyond it
 
 
@@ -44,9 +53,11 @@ def _align_up(n: int) -> int:
 
 
 class SegmentWarmer:
-    """Writes zero chunks into one segment at a time through an O_DIRECT descriptor."""
+    """Writes zero chunks into one segment at a time: direct (O_DIRECT, then synced: SYNC_FLUSH) or into
+    the page cache (buffered, never synced here: ASYNC_FLUSH)."""
 
-    def __init__(self) -> None:
+    def __init__(self, direct: bool = True) -> None:
+        self.direct = direct
         self._zeros = mmap.mmap(-1, CHUNK)  # page-aligned, as O_DIRECT needs
         self._mf: MappedFile | None = None
         self._fd = -1
@@ -58,8 +69,10 @@ class SegmentWarmer:
             return self._fd >= 0
         self.close()
         self._mf = mf
+        if not self.direct:  # its flushes must now leave our zeros alone (MappedFile.flush)
+            mf.range_sync = True
         try:
-            self._fd = os.open(mf.path, os.O_WRONLY | os.O_DIRECT)
+            self._fd = os.open(mf.path, os.O_WRONLY | (os.O_DIRECT if self.direct else 0))
         except OSError as e:
             if e.errno == errno.EINVAL:  # the filesystem has no O_DIRECT
                 log.info("commitlog warm-ahead disabled: %s does not support O_DIRECT", mf.path)
@@ -78,7 +91,8 @@ class SegmentWarmer:
                 n = min(CHUNK, end - pos)
                 os.pwrite(self._fd, memoryview(self._zeros)[:n], pos)
                 pos += n
-            os.fdatasync(self._fd)
+            if self.direct:
+                os.fdatasync(self._fd)
         except OSError as e:
             log.warning("commitlog warm-ahead: zeroing %s failed: %s", mf.path, e)
             pos = 0
@@ -114,6 +128,8 @@ class SegmentWarmer:
                 return False
             mf.warm_end = mf.warm_limit = start + n
             self.bytes_warmed += n
+        if not self.direct:
+            return True
         # Commit the extent conversion now, not inside the next acknowledgement's fdatasync.
         try:
             os.fdatasync(self._fd)
@@ -144,21 +160,22 @@ def adopt(mf: MappedFile, put_lock: threading.Lock) -> None:
 
 
 class WarmAheadService(_ServiceThread):
-    """Keeps zeros `ahead` bytes in front of the CommitLog's append position (SYNC_FLUSH only).
+    """Keeps zeros `ahead` bytes in front of the CommitLog's append position.
 
-    The zeros buy cheaper fdatasync rounds with device bandwidth (every byte is written twice). While the
-    writer appends faster than `max_rate` bytes/s, its rounds are large, the extent conversion is a small
-    part of each, and the device's bandwidth is what bounds it: warming pauses (the writer overtakes the
-    zeros and fill_one restarts beyond it once the rate drops). 0: never pause."""
+    Direct (SYNC_FLUSH): the zeros buy cheaper fdatasync rounds with device bandwidth (every byte is written
+    twice). While the writer appends faster than `max_rate` bytes/s, its rounds are large, the extent
+    conversion is a small part of each, and the device's bandwidth is what bounds it: warming pauses (the
+    writer overtakes the zeros and fill_one restarts beyond it once the rate drops). 0: never pause.
+    Buffered (ASYNC_FLUSH): the zeros cost no device bandwidth, so they never pause."""
 
     RATE_WINDOW_S = 0.1
 
-    def __init__(self, commit_log: CommitLog, ahead: int, max_rate: int = 0) -> None:
+    def __init__(self, commit_log: CommitLog, ahead: int, max_rate: int = 0, direct: bool = True) -> None:
         super().__init__("WarmAheadService")
         self.cl = commit_log
         self.ahead = ahead
-        self.max_rate = max_rate
-        self.warmer = SegmentWarmer()
+        self.max_rate = max_rate if direct else 0
+        self.warmer = SegmentWarmer(direct)
         self._t0 = time.monotonic()
         self._off0 = commit_log.max_offset
         self.writer_fast = False
@@ -188,11 +205,11 @@ class WarmAheadService(_ServiceThread):
         self.warmer.close()
 
 
-def prewarm_new_segment(ahead: int) -> Callable[[MappedFile], None]:
+def prewarm_new_segment(ahead: int, direct: bool = True) -> Callable[[MappedFile], None]:
     """The allocator's hook: zero the head of each new segment before the writer rolls onto it."""
 
     def hook(mf: MappedFile) -> None:
-        warmer = SegmentWarmer()
+        warmer = SegmentWarmer(direct)
         warmer.prewarm(mf, ahead)
 
     return hook

@@ -61,9 +61,15 @@ def _wait_released(s, target: int) -> None:
     assert s.cache_release.released == target
 
 
+# Page-exact accounting needs pages the writer's stores created one by one: the ASYNC warm-ahead's zeros
+# (one buffered write per segment here) put a segment into a single large folio, which the kernel drops only
+# whole. test_with_warm_ahead_zeros_... covers that case.
+NO_WARM = {"warm_ahead_enable": False}
+
+
 def test_pages_behind_the_window_leave_the_page_cache_and_every_record_still_reads(tmp_path):
     bodies = [bytes([i % 251]) * 1000 for i in range(300)]  # about 6 segments of 64 KiB
-    s = open_store(tmp_path, mapped_file_size_commitlog=SEG, commitlog_page_cache_window=WINDOW)
+    s = open_store(tmp_path, mapped_file_size_commitlog=SEG, commitlog_page_cache_window=WINDOW, **NO_WARM)
     try:
         for b in bodies:
             assert s.put_message(msg(body=b)).ok
@@ -86,9 +92,36 @@ def test_pages_behind_the_window_leave_the_page_cache_and_every_record_still_rea
         assert read_bodies(s) == bodies  # released pages read back from the file
     finally:
         s.shutdown()
-    s = open_store(tmp_path, mapped_file_size_commitlog=SEG, commitlog_page_cache_window=WINDOW)
+    s = open_store(tmp_path, mapped_file_size_commitlog=SEG, commitlog_page_cache_window=WINDOW, **NO_WARM)
     try:
         assert read_bodies(s) == bodies
+    finally:
+        s.shutdown()
+
+
+def test_with_warm_ahead_zeros_a_folio_that_straddled_one_release_goes_with_the_next(tmp_path):
+    """Each 64 KiB segment is one folio of warm-ahead zeros: the release that ends inside a segment leaves
+    it cached, and the next release (which starts before the end of the last one) drops it."""
+    s = open_store(tmp_path, mapped_file_size_commitlog=SEG, commitlog_page_cache_window=WINDOW)
+    try:
+        assert s.warm_service is not None and not s.warm_service.warmer.direct
+        for i in range(150):  # about 2.3 segments
+            assert s.put_message(msg(body=bytes([i % 251]) * 1000)).ok
+        s.flush_service.flush_once(0)
+        first = (s.commit_log.mfq.flushed_where - WINDOW) // OS_PAGE_SIZE * OS_PAGE_SIZE
+        _wait_released(s, first)
+        straddled = s.commit_log.mfq.find_mapped_file_by_offset(first - 1)
+        assert first % SEG, "the first release must end inside a segment for this test"
+        assert any(resident_pages(straddled.path)), "expected the straddling folio still cached"
+
+        for i in range(150, 300):
+            assert s.put_message(msg(body=bytes([i % 251]) * 1000)).ok
+        s.flush_service.flush_once(0)
+        second = (s.commit_log.mfq.flushed_where - WINDOW) // OS_PAGE_SIZE * OS_PAGE_SIZE
+        _wait_released(s, second)
+        for mf in s.commit_log.mfq.files:
+            if mf.file_from_offset + SEG <= second:  # wholly behind the window now
+                assert not any(resident_pages(mf.path)), f"segment {mf.file_name} is still cached"
     finally:
         s.shutdown()
 
@@ -97,6 +130,7 @@ def test_nothing_past_the_flushed_end_is_released(tmp_path):
     """Appends that no flush has covered yet keep their pages, however far they run past the window."""
     s = open_store(
         tmp_path,
+        **NO_WARM,
         mapped_file_size_commitlog=SEG,
         commitlog_page_cache_window=WINDOW,
         flush_interval_commitlog=3_600_000,  # the periodic flush never runs in this test
