@@ -73,6 +73,7 @@ def store_config_of(cfg: BrokerConfig):
         max_index_num=cfg["maxIndexNum"],
         message_index_enable=cfg["messageIndexEnable"],
         warm_ahead_enable=cfg["commitLogWarmAheadEnable"],
+        warm_ahead_async_enable=cfg["commitLogWarmAheadAsyncEnable"],
         warm_ahead_bytes=cfg["commitLogWarmAheadBytes"],
         warm_ahead_max_rate=cfg["commitLogWarmAheadMaxRate"] * 1_000_000,
         async_writeback_bytes=cfg["commitLogAsyncWritebackBytes"],

@@ -52,6 +52,10 @@ class StoreConfig:
     # Keep the CommitLog's blocks this far ahead of the writer written with zeros (store/warm.py): on the
     # device under SYNC_FLUSH, in the page cache under ASYNC_FLUSH (when it stores through the mapping)
     warm_ahead_enable: bool = True
+    # ASYNC_FLUSH: the page-cache zeros only with this on too. Off by default: in the broker, pinned to one
+    # CPU, writing the zeros cost the warming thread about what the first stores' page faults cost the loop
+    # (bench/thread_probe.py, tier B: 4 KiB and 128 B level, 64 KiB W=64 6.2 k against 7.0 k msg/s)
+    warm_ahead_async_enable: bool = False
     warm_ahead_bytes: int = 8 << 20
     warm_ahead_max_rate: int = 0  # SYNC_FLUSH: bytes/s of appends above which warm-ahead pauses (0: never)
     # ASYNC_FLUSH: write records with pwrite (runs of pipelined sends staged into one write) instead of

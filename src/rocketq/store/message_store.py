@@ -210,7 +210,8 @@ class MessageStore:
         # SYNC_FLUSH: zeros on the device (cheaper fdatasync rounds); ASYNC_FLUSH storing through the
         # mapping: zeros in the page cache (cheaper first stores into each page). store/warm.py says why.
         warm_direct = self._sync
-        if cfg.warm_ahead_enable and cfg.warm_ahead_bytes > 0 and (warm_direct or not self.stages_runs):
+        warm_async = cfg.warm_ahead_async_enable and not self.stages_runs
+        if cfg.warm_ahead_enable and cfg.warm_ahead_bytes > 0 and (warm_direct or warm_async):
             from .warm import WarmAheadService, prewarm_new_segment
 
             self.allocator.on_created = prewarm_new_segment(cfg.warm_ahead_bytes, warm_direct)

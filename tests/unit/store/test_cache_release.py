@@ -102,7 +102,8 @@ def test_pages_behind_the_window_leave_the_page_cache_and_every_record_still_rea
 def test_with_warm_ahead_zeros_a_folio_that_straddled_one_release_goes_with_the_next(tmp_path):
     """Each 64 KiB segment is one folio of warm-ahead zeros: the release that ends inside a segment leaves
     it cached, and the next release (which starts before the end of the last one) drops it."""
-    s = open_store(tmp_path, mapped_file_size_commitlog=SEG, commitlog_page_cache_window=WINDOW)
+    warm = {"warm_ahead_async_enable": True}
+    s = open_store(tmp_path, mapped_file_size_commitlog=SEG, commitlog_page_cache_window=WINDOW, **warm)
     try:
         assert s.warm_service is not None and not s.warm_service.warmer.direct
         for i in range(150):  # about 2.3 segments

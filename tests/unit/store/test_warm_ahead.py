@@ -61,6 +61,7 @@ def _sync_store(tmp_path, **kw):
 
 
 def _async_store(tmp_path, **kw):
+    kw.setdefault("warm_ahead_async_enable", True)
     return _sync_store(tmp_path, flush_disk_type=FlushDiskType.ASYNC_FLUSH, **kw)
 
 
@@ -176,7 +177,11 @@ def test_zeros_never_land_on_records_while_writers_race_the_filler(tmp_path, mon
     monkeypatch.setattr(warm_module, "CHUNK", 4096)
     monkeypatch.setattr(warm_module, "JUMP_MARGIN", 0)
     s = _sync_store(
-        tmp_path, flush_disk_type=flush, mapped_file_size_commitlog=1 << 20, warm_ahead_bytes=3 * 4096
+        tmp_path,
+        flush_disk_type=flush,
+        mapped_file_size_commitlog=1 << 20,
+        warm_ahead_bytes=3 * 4096,
+        warm_ahead_async_enable=flush is FlushDiskType.ASYNC_FLUSH,
     )
     rng = random.Random(7)
     sent: dict[tuple[int, int], bytes] = {}
@@ -261,5 +266,14 @@ def test_without_max_rate_the_zeros_follow_a_fast_writer(tmp_path):
             assert s.put_message(msg(body=body)).ok
         assert not svc.writer_fast
         assert svc.warmer.bytes_warmed - w0 > 2 * warm_module.CHUNK
+    finally:
+        s.shutdown()
+
+
+def test_async_zeros_are_opt_in(tmp_path):
+    s = _sync_store(tmp_path, flush_disk_type=FlushDiskType.ASYNC_FLUSH)
+    try:
+        assert s.warm_service is None  # commitLogWarmAheadAsyncEnable defaults to false
+        assert all(not mf.range_sync for mf in s.commit_log.mfq.files)
     finally:
         s.shutdown()
