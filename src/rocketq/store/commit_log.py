@@ -87,6 +87,10 @@ class CommitLog:
         # ConsumeQueues, written inline under the put lock (set by MessageStore)
         self.cq_table: dict = {}
         self.cq_create: Callable = lambda topic, qid: None
+        # fn(end offset), called under the lock right after a single record's pwrite (not a staged run's):
+        # SYNC_FLUSH on the loop asks for its fdatasync there, so the device works while the appender
+        # finishes the record's queue unit and answer (set by MessageStore)
+        self.on_written: Callable[[int], None] | None = None
 
     # --- offsets ---
     @property
@@ -204,6 +208,11 @@ class CommitLog:
                 if not self._write_at(mf, memoryview(buf)[: size + pad], pos):
                     return PutMessageStatus.UNKNOWN_ERROR
                 mf.wrote_position = end
+                mf.store_timestamp = store_ts
+                self.append_ts = store_ts
+                written = self.on_written
+                if written is not None:
+                    written(phys + size)
             else:
                 mf.wrote_position = pos + size
             mf.store_timestamp = store_ts

@@ -185,6 +185,9 @@ class MessageStore:
         self._create_abort_file()
         if self._sync:
             self.flush_service = self._group_commit_service()
+            if isinstance(self.flush_service, LoopGroupCommit):
+                # a single record's fdatasync is asked for right after its pwrite, before its queue unit
+                self.commit_log.on_written = self.flush_service.request_nowait
         else:
             self.flush_service = FlushRealTimeService(
                 self.commit_log,

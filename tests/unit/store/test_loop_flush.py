@@ -56,6 +56,40 @@ def test_fdsync_completes_on_the_eventfd_with_its_tag(tmp_path):
         os.fstat(ctx.eventfd)  # closed with the context
 
 
+def _wait_reap(ctx: FdsyncContext, n: int) -> list[tuple[int, int]]:
+    got: list[tuple[int, int]] = []
+    while len(got) < n:
+        r, _, _ = select.select([ctx.eventfd], [], [], 5.0)
+        assert r, "no completion within 5 s"
+        ctx.clear_eventfd()
+        got += ctx.reap(0.0)
+    return got
+
+
+@pytest.mark.skipif(linux_aio.platform.machine() not in linux_aio._RING_ARCHES, reason="ring read on x86-64")
+def test_completions_read_from_the_ring_wrap_around_it_and_leave_the_kernel_in_step(tmp_path):
+    fds = [os.open(tmp_path / f"f{i}", os.O_RDWR | os.O_CREAT) for i in range(3)]
+    ctx = FdsyncContext(4)
+    try:
+        assert ctx._ring is not None and ctx._ring_nr >= 4
+        for i in range(3 * ctx._ring_nr + 5):  # wraps the ring three times
+            batch = fds[: 1 + i % 3]
+            for fd in batch:
+                os.pwrite(fd, b"x" * 100, i * 100)
+            ctx.submit(batch, i)
+            assert sorted(_wait_reap(ctx, len(batch))) == [(i, 0)] * len(batch)
+            assert ctx.in_flight == 0
+        # the kernel's own reading of the ring (io_getevents) agrees with where we left head
+        ctx.submit([fds[0]], 99)
+        assert select.select([ctx.eventfd], [], [], 5.0)[0]
+        assert ctx.reap(5.0) == [(99, 0)]
+        assert ctx.reap(0.0) == []
+    finally:
+        ctx.close()
+        for fd in fds:
+            os.close(fd)
+
+
 def test_probe_accepts_a_file_and_names_what_is_refused(tmp_path):
     fd = os.open(tmp_path / "f", os.O_RDWR | os.O_CREAT)
     r, w = os.pipe()
@@ -93,26 +127,32 @@ def test_rounds_cover_each_append_and_report_on_the_loop_thread(tmp_path):
     asyncio.run(go())
 
 
-def test_appends_of_one_callback_share_one_round_and_held_ones_wait_for_release(tmp_path):
+def test_an_idle_store_starts_a_round_at_once_and_appends_meanwhile_share_the_next(tmp_path):
     async def go():
         loop = asyncio.get_running_loop()
         seen: list[int] = []
         s = _store(tmp_path, seen.append, loop)
         try:
             await _until(lambda: s.flush_service._loop_thread)  # attached
-            for _ in range(30):
+            first = s.put_message(msg())
+            # the round started inside the put, before the loop got back control
+            rnd = s.flush_service._round
+            assert rnd is not None and rnd.target == first.flush_offset
+            for _ in range(29):  # made while that round is in flight (it completes on this loop only)
                 r = s.put_message(msg())
+            assert s.flush_service._round is rnd
             await _until(lambda: seen and seen[-1] >= r.flush_offset)
-            assert s.flush_service.sync_count == 1
+            assert s.flush_service.sync_count == 2  # the first alone, then the other 29 together
+            assert first.flush_offset in seen
 
             s.hold_flush_wakeups()
             for _ in range(10):
                 r = s.put_message(msg(body=b"held"))
             await asyncio.sleep(0.05)  # held: no round asked for yet, however long the run takes
-            assert s.flush_service.sync_count == 1 and seen[-1] < r.flush_offset
+            assert s.flush_service.sync_count == 2 and seen[-1] < r.flush_offset
             assert s.release_flush_wakeups()
             await _until(lambda: seen[-1] >= r.flush_offset)
-            assert s.flush_service.sync_count == 2
+            assert s.flush_service.sync_count == 3
         finally:
             s.shutdown()
 

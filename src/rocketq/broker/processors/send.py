@@ -136,7 +136,7 @@ class SendOkResponse(RemotingCommand):
     ``ext_fields`` is built on first access; from then on (the dict may have been changed) and for anything
     the template does not cover (a binary header, a remark, another language) the generic encoder runs."""
 
-    __slots__ = ("_ext", "_msg_id", "_queue_id", "_queue_offset", "_strings")
+    __slots__ = ("_ext", "_msg_id", "_parts", "_queue_id", "_queue_offset", "_strings")
 
     _ext: dict[str, str] | None
     _msg_id: str
@@ -171,7 +171,22 @@ class SendOkResponse(RemotingCommand):
             )  # fmt: skip
         return RemotingCommand.encode_header(self)
 
+    def prebuild(self) -> None:
+        """Encode the frame now (an answer that waits for its fdatasync); frame_parts() hands out these
+        bytes while the fields they were made from are unchanged."""
+        self._parts = None
+        self._parts = (self.code, self.opaque, self.flag, self.frame_parts())
+
     def frame_parts(self) -> list[bytes | bytearray | memoryview]:
+        built = self._parts
+        if (
+            built is not None
+            and self._ext is None
+            and built[0] == self.code
+            and built[1] == self.opaque
+            and built[2] == self.flag
+        ):
+            return built[3]
         body = self.body
         if body == b"":
             header = self.encode_header()
@@ -187,6 +202,7 @@ def send_ok_response(
     """request.response(code, None, {msgId, queueId, queueOffset, MSG_REGION, TRACE_ON}) as a SendOkResponse;
     strings: (region, traceOn, JSON of region, JSON of traceOn)."""
     resp = _new_ok(SendOkResponse)
+    resp._parts = None
     resp.code = code
     resp.opaque = request.opaque
     resp.flag = FLAG_RESPONSE
@@ -435,15 +451,26 @@ class SendProcessor:
         return self._ok(request, result, _STATUS_CODE[result.status.name], queue_id)
 
     def _wait_flushed(self, request: RemotingCommand, result, queue_id: int) -> DeferredReply:
-        """An answer the channel sends once the flush waiter reports this record's round (no Task)."""
+        """An answer the channel sends once the flush waiter reports this record's round (no Task). The
+        SUCCESS answer is built and encoded now, while the fdatasync runs: the round's completion only
+        sends it."""
         d = DeferredReply()
-        self.ctl.flush_waiter.add(result.flush_offset, partial(self._flushed, d, request, result, queue_id))
+        ids = result.msg_ids
+        msg_id = ids[0] if len(ids) == 1 else ",".join(ids)
+        resp = send_ok_response(request, _SUCCESS, msg_id, queue_id, result.queue_offset, self._ok_strings)
+        resp.prebuild()
+        self.ctl.flush_waiter.add(
+            result.flush_offset, partial(self._flushed, d, resp, request, result, queue_id)
+        )
         return d
 
-    def _flushed(self, d: DeferredReply, request: RemotingCommand, result, queue_id: int, ok: bool):
+    def _flushed(self, d: DeferredReply, resp: SendOkResponse, request, result, queue_id: int, ok: bool):
         if not d.cancelled:  # cancelled: the connection closed
-            code = ResponseCode.SUCCESS if ok else ResponseCode.FLUSH_DISK_TIMEOUT
-            d.resolve(self._ok(request, result, code, queue_id))
+            if ok:
+                self.stats.put += result.msg_num or 1
+                d.resolve(resp)
+            else:
+                d.resolve(self._ok(request, result, ResponseCode.FLUSH_DISK_TIMEOUT, queue_id))
 
     async def _await_flush(self, request: RemotingCommand, result, fut, queue_id: int) -> RemotingCommand:
         try:
