@@ -33,6 +33,12 @@ log = logging.getLogger(__name__)
 # syncs (the rest wait for the next round). More than a couple means rounds stopped for a long while.
 AIO_SLOTS = 8
 RETRY_AFTER_FAILURE_S = 0.1
+# A round of at most this many new bytes yields the CPU to the kernel worker it woke (hand_over): its
+# writeback is issued in a few tens of µs and the loop gets the CPU back while the device works. A larger
+# round's writeback keeps the worker busy for longer while the loop has requests waiting (64 KiB sends, 64 in
+# flight, bench/thread_probe.py: 8.3-8.75 k msg/s without the yield, 7.95 k with it on every round, 8.55 k
+# with this bound).
+HAND_OVER_MAX_BYTES = 256 << 10
 
 
 def _file_from_offset(mf: MappedFile) -> int:
@@ -204,7 +210,7 @@ class LoopGroupCommit:
             log.error("group commit: io_submit failed: %s", e)
         if rnd.pending:
             self._round = rnd
-            if not rnd.failed:
+            if not rnd.failed and target - flushed <= HAND_OVER_MAX_BYTES:
                 self._ctx.hand_over()  # the fdatasync starts now, not when the loop next blocks
         else:
             self._after_failure()
