@@ -91,6 +91,7 @@ class CommitLog:
         # SYNC_FLUSH on the loop asks for its fdatasync there, so the device works while the appender
         # finishes the record's queue unit and answer (set by MessageStore)
         self.on_written: Callable[[int], None] | None = None
+        self.flush_asked_to = -1  # the end offset on_written was last called with (put_message asks no more)
 
     # --- offsets ---
     @property
@@ -212,6 +213,7 @@ class CommitLog:
                 self.append_ts = store_ts
                 written = self.on_written
                 if written is not None:
+                    self.flush_asked_to = phys + size
                     written(phys + size)
             else:
                 mf.wrote_position = pos + size

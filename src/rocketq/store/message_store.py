@@ -576,7 +576,11 @@ class MessageStore:
         self.put_count += 1
         self.put_bytes += size
         if self._sync:
-            fut, end = self._request_flush(phys + size)
+            end = phys + size
+            if commit_log.flush_asked_to == end:  # asked for at the write (CommitLog.on_written): done
+                fut = None
+            else:
+                fut, end = self._request_flush(end)
         else:
             fut, end = None, 0
         listener = self._listener

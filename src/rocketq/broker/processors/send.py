@@ -174,7 +174,6 @@ class SendOkResponse(RemotingCommand):
     def prebuild(self) -> None:
         """Encode the frame now (an answer that waits for its fdatasync); frame_parts() hands out these
         bytes while the fields they were made from are unchanged."""
-        self._parts = None
         self._parts = (self.code, self.opaque, self.flag, self.frame_parts())
 
     def frame_parts(self) -> list[bytes | bytearray | memoryview]:
