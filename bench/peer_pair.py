@@ -28,13 +28,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench.peers
 
-from bench.peers.common import new_hist, payload_template, percentiles, stamp
+from bench.peers.common import cpu_busy
 from bench.peers.loadgen import SYSTEMS
+from bench.thread_probe import LAST_LAT, closed_loop
 
 SERVER_CPU, CLIENT_CPU = 1, 0
 PERF_HZ = 10_000
@@ -42,29 +42,17 @@ PERF_S = 2.0
 _TICK_US = 1e6 / os.sysconf("SC_CLK_TCK")
 
 
-def cpu_busy() -> dict[str, tuple[int, int]]:
-    """(busy, idle) clock ticks of each CPU: busy = user + nice + system + irq + softirq."""
-    out = {}
-    with open("/proc/stat") as f:
-        for line in f:
-            if line.startswith("cpu") and line[3].isdigit():
-                name, *v = line.split()
-                t = list(map(int, v))
-                out[name] = (t[0] + t[1] + t[2] + t[5] + t[6], t[3] + t[4])
-    return out
-
-
 class Entry:
     """One system of the comparison: its server (started once) and a producer client."""
 
-    def __init__(self, spec: str, tier: str, root: str) -> None:
+    def __init__(self, spec: str, tier: str, root: str) -> None:  # root: this server's own data dir
         self.spec = spec
         name, _, conf = spec.partition("#")
         name, _, self.tree = name.partition("@")
         mod = importlib.import_module(f"bench.peers.{SYSTEMS[name]}")
         if tier not in mod.SERVER.tiers:
             sys.exit(f"{name} has no tier {tier} (its tiers: {', '.join(mod.SERVER.tiers)})")
-        self.server = mod.SERVER(tier, os.path.join(root, str(abs(hash(spec)))), SERVER_CPU)
+        self.server = mod.SERVER(tier, root, SERVER_CPU)
         self.conf = conf
         self.client_cls = mod.CLIENT
         self.client: Any = None
@@ -87,23 +75,6 @@ class Entry:
         if self.client is not None:
             await self.client.close()
         self.server.cleanup()
-
-
-async def closed_loop(cl: Any, topic: str, size: int, window: int, seconds: float) -> tuple[int, Any]:
-    buf = payload_template(size)
-    hist = new_hist()
-    end = time.monotonic_ns() + int(seconds * 1e9)
-    n = 0
-
-    async def one() -> None:
-        nonlocal n
-        while (t := time.monotonic_ns()) < end:
-            await cl.publish(topic, stamp(buf, t))
-            hist.record_value(max(1, (time.monotonic_ns() - t) // 1000))
-            n += 1
-
-    await asyncio.gather(*(one() for _ in range(window)))
-    return n, hist
 
 
 def perf_report(path: str, msgs: float) -> list[str]:
@@ -133,16 +104,16 @@ async def phase(e: Entry, a: argparse.Namespace, label: str) -> float:
         )  # fmt: skip
         await asyncio.sleep(0.2)
     b0 = cpu_busy()
-    n, hist = await closed_loop(e.client, "pair", a.size, a.window, a.seconds)
+    n = await closed_loop(e.client, "pair", a.size, a.window, a.seconds)
     b1 = cpu_busy()
     rate = n / a.seconds
-    p = percentiles(hist)
+    p50, p99 = LAST_LAT
     per = _TICK_US / max(n, 1)
     cpus = "  ".join(
-        f"{c} busy {(b1[c][0] - b0[c][0]) * per:5.1f} idle {(b1[c][1] - b0[c][1]) * per:5.1f}"
+        f"cpu{c} busy {(b1[c][0] - b0[c][0]) * per:5.1f} idle {(b1[c][1] - b0[c][1]) * per:5.1f}"
         for c in sorted(b0)
     )
-    print(f"{label:40s} {rate:9,.0f} msg/s  ack p50 {p['p50']:6.0f} p99 {p['p99']:6.0f} µs  µs/msg {cpus}")
+    print(f"{label:40s} {rate:9,.0f} msg/s  ack p50 {p50:6.0f} p99 {p99:6.0f} µs  µs/msg {cpus}")
     if perf is not None:
         perf.wait()
         for row in perf_report(data, rate * PERF_S):
@@ -154,7 +125,7 @@ async def main_async(a: argparse.Namespace) -> None:
     os.sched_setaffinity(0, {CLIENT_CPU})
     with tempfile.TemporaryDirectory(prefix="peer-pair-") as root:
         a.scratch = root
-        entries = [Entry(s, a.tier, root) for s in a.systems.split(",")]
+        entries = [Entry(s, a.tier, os.path.join(root, str(i))) for i, s in enumerate(a.systems.split(","))]
         try:
             for e in entries:
                 await e.start("pair")

@@ -90,18 +90,33 @@ def cpu_seconds(pids: Iterable[int]) -> float:
     return total / _TICK
 
 
-def parse_cpu_ticks(stat_text: str) -> dict[int, tuple[int, int]]:
-    """Per CPU number: (steal, all) clock ticks since boot, from the text of /proc/stat. "all" is the sum of
-    user, nice, system, idle, iowait, irq, softirq and steal (guest time is already inside user)."""
-    out: dict[int, tuple[int, int]] = {}
+def _cpu_rows(stat_text: str):
+    """(CPU number, its first 8 tick counters: user nice system idle iowait irq softirq steal) per CPU line
+    of the text of /proc/stat."""
     for line in stat_text.splitlines():
         if not (line.startswith("cpu") and len(line) > 3 and line[3].isdigit()):
             continue
         name, *vals = line.split()
         ticks = [int(x) for x in vals[:8]]
         if len(ticks) == 8:
-            out[int(name[3:])] = (ticks[7], sum(ticks))
-    return out
+            yield int(name[3:]), ticks
+
+
+def parse_cpu_ticks(stat_text: str) -> dict[int, tuple[int, int]]:
+    """Per CPU number: (steal, all) clock ticks since boot, from the text of /proc/stat. "all" is the sum of
+    user, nice, system, idle, iowait, irq, softirq and steal (guest time is already inside user)."""
+    return {cpu: (t[7], sum(t)) for cpu, t in _cpu_rows(stat_text)}
+
+
+def cpu_busy() -> dict[int, tuple[int, int]]:
+    """Per CPU number: (busy, idle) clock ticks since boot; busy = user + nice + system + irq + softirq,
+    idle = idle + iowait ({} without /proc/stat)."""
+    try:
+        with open("/proc/stat") as f:
+            text = f.read()
+    except OSError:
+        return {}
+    return {cpu: (t[0] + t[1] + t[2] + t[5] + t[6], t[3] + t[4]) for cpu, t in _cpu_rows(text)}
 
 
 def cpu_ticks() -> dict[int, tuple[int, int]]:
