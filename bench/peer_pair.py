@@ -12,7 +12,10 @@ the time both idle (wake-ups).
 
 A system is a name from bench/peers (rocketq, beanstalkd, redis, nats, rabbitmq), optionally with
 ``@TREE`` (the server runs from that source tree: an A/B of two rocketq versions) or ``#k=v;k2=v2`` (extra
-broker.conf lines for rocketq), e.g. ``--systems 'rocketq,rocketq#messageIndexEnable=false'``.
+broker.conf lines for rocketq), e.g. ``--systems 'rocketq,rocketq#messageIndexEnable=false'``. Bounds
+(bench/floor.py): ``rocketq%nostore`` answers sends without storing them, ``rocketq%floor`` answers them right
+after the frame decode, and ``+bare`` drives a rocketq server with a bare client (one prebuilt frame) instead
+of the producer, e.g. ``--systems 'rocketq,rocketq%floor+bare,beanstalkd'``.
 
 --perf records every CPU (perf record -a, 2 s of each phase) and prints where each CPU's samples went per
 message, by process and by kernel / interpreter / extension: µs per message ≈ samples / rate / messages.
@@ -36,6 +39,8 @@ from bench.peers.common import cpu_busy
 from bench.peers.loadgen import SYSTEMS
 from bench.thread_probe import LAST_LAT, closed_loop
 
+from bench import floor
+
 SERVER_CPU, CLIENT_CPU = 1, 0
 PERF_HZ = 10_000
 PERF_S = 2.0
@@ -48,13 +53,23 @@ class Entry:
     def __init__(self, spec: str, tier: str, root: str) -> None:  # root: this server's own data dir
         self.spec = spec
         name, _, conf = spec.partition("#")
+        name, _, client = name.partition("+")
+        name, _, variant = name.partition("%")
         name, _, self.tree = name.partition("@")
         mod = importlib.import_module(f"bench.peers.{SYSTEMS[name]}")
         if tier not in mod.SERVER.tiers:
             sys.exit(f"{name} has no tier {tier} (its tiers: {', '.join(mod.SERVER.tiers)})")
+        if (variant or client) and name != "rocketq":
+            sys.exit(f"{spec}: variants (%) and the bare client (+bare) are rocketq's only")
+        if variant:
+            if variant not in floor.VARIANTS or self.tree:
+                sys.exit(f"{spec}: variants are {', '.join(floor.VARIANTS)}, of this checkout (no @TREE)")
+            self.tree = floor.build_variant(variant, os.path.join(root, "tree"))
+        if client not in ("", "bare"):
+            sys.exit(f"{spec}: the only other client is +bare")
         self.server = mod.SERVER(tier, root, SERVER_CPU)
         self.conf = conf
-        self.client_cls = mod.CLIENT
+        self.client_cls = floor.BareSendClient if client else mod.CLIENT
         self.client: Any = None
 
     async def start(self, topic: str) -> None:
