@@ -42,6 +42,7 @@ RUNTIME_KEYS = frozenset(
         "rejectTransactionMessage",
         "channelExpiredTimeout",
         "region",
+        "syncFlushTimeout",  # read per send, as RocketMQ's handleDiskFlush does
     )
 )
 
@@ -287,6 +288,8 @@ class BrokerController:
         self.cfg.values.update({k: trial.values[k] for k in changes})
         self.broker_perm = self.cfg["brokerPermission"]
         self.clients.expire_s = self.cfg["channelExpiredTimeout"] / 1000.0
+        if "syncFlushTimeout" in changes and self.flush_waiter is not None:
+            self.flush_waiter.set_timeout(self.cfg["syncFlushTimeout"] / 1000.0)
         for proc in self.processors:
             reload = getattr(proc, "reload", None)
             if reload is not None:

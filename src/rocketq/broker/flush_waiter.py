@@ -46,6 +46,21 @@ class FlushWaiter:
         if self._timer is None:
             self._timer = self._loop.call_at(deadline, self._on_timer)
 
+    def set_timeout(self, timeout_s: float) -> None:
+        """syncFlushTimeout changed at runtime (UPDATE_BROKER_CONFIG). Sends waiting now wait at most the new
+        timeout from now, or their old deadline if that is sooner; clamping keeps the deadlines ascending in
+        the queue, which the expiry walk relies on."""
+        self.timeout = timeout_s
+        latest = self._loop.time() + timeout_s
+        q = self._q
+        if q and q[-1][1] > latest:
+            self._q = deque((end, min(d, latest), cb) for end, d, cb in q)
+        if self._timer is not None:  # a timer armed for an old, later deadline would answer late
+            self._timer.cancel()
+            self._timer = None
+        if self._q:
+            self._timer = self._loop.call_at(self._q[0][1], self._on_timer)
+
     def advance(self, flushed_offset: int) -> None:
         if flushed_offset > self.flushed:
             self.flushed = flushed_offset

@@ -72,3 +72,50 @@ def test_close_answers_false_after_the_loop_closed():
         loop.close()
     w.close()
     assert got == [False]
+
+
+def test_shorter_timeout_at_runtime_applies_to_waiters_and_to_the_armed_timer():
+    """syncFlushTimeout lowered by UPDATE_BROKER_CONFIG: sends already waiting and new ones are answered by
+    the new timeout, not by the timer armed for the old one; raising it leaves earlier deadlines alone."""
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        w = FlushWaiter(loop, 30.0)
+        old = loop.create_future()
+        w.add(100, old.set_result)  # arms the timer 30 s out
+        w.set_timeout(0.05)
+        new = loop.create_future()
+        w.add(200, new.set_result)
+        t0 = loop.time()
+        assert await asyncio.wait_for(asyncio.gather(old, new), 2) == [False, False]
+        assert loop.time() - t0 < 1.0
+        # the other way: a longer timeout does not extend a deadline already given
+        w.set_timeout(0.05)
+        early = loop.create_future()
+        w.add(300, early.set_result)
+        w.set_timeout(30.0)
+        late = loop.create_future()
+        w.add(400, late.set_result)
+        assert await asyncio.wait_for(early, 2) is False
+        assert not late.done() and len(w) == 1
+        w.advance(400)
+        assert late.result() is True
+        w.close()
+
+    asyncio.run(go())
+
+
+def test_shorter_timeout_keeps_the_queue_in_deadline_order():
+    async def go():
+        loop = asyncio.get_running_loop()
+        w = FlushWaiter(loop, 30.0)
+        for end in (100, 200):
+            w.add(end, lambda ok: None)
+        w.set_timeout(0.01)
+        w.add(300, lambda ok: None)
+        deadlines = [d for _, d, _ in w._q]
+        assert deadlines == sorted(deadlines)
+        assert deadlines[-1] - loop.time() <= 0.01
+        w.close()
+
+    asyncio.run(go())

@@ -52,6 +52,10 @@ def _stall_disk(monkeypatch, backend: str) -> list[float]:
     return stall
 
 
+def _flush_timeout(ms: int) -> RemotingCommand:
+    return RemotingCommand.request(RequestCode.UPDATE_BROKER_CONFIG, {}, f"syncFlushTimeout={ms}\n".encode())
+
+
 @pytest.mark.parametrize("backend", ["native-aio", "thread"])
 def test_sync_flush_send_waits_for_fdatasync_and_times_out_on_a_stalled_disk(tmp_path, monkeypatch, backend):
     stall = _stall_disk(monkeypatch, backend)
@@ -59,12 +63,14 @@ def test_sync_flush_send_waits_for_fdatasync_and_times_out_on_a_stalled_disk(tmp
     async def go():
         cfg = load_config(None, {
             "storePathRootDir": str(tmp_path), "listenPort": 0, "brokerIP1": "127.0.0.1",
-            "flushDiskType": "SYNC_FLUSH", "syncFlushTimeout": 300, "syncFlushNativeAio": backend != "thread",
+            "flushDiskType": "SYNC_FLUSH", "syncFlushTimeout": 5000,
+            "syncFlushNativeAio": backend != "thread",
         })  # fmt: skip
         ctl = BrokerController(cfg)
         await ctl.start()
         try:
             assert ctl.flush_waiter is not None
+            assert ctl.flush_waiter.timeout == 5.0
             assert ctl.store.flush_backend == backend
             addr = ctl.broker_addr
             async with RemotingClient() as c:
@@ -75,6 +81,11 @@ def test_sync_flush_send_waits_for_fdatasync_and_times_out_on_a_stalled_disk(tmp
                 for r in rs:
                     assert r.code == ResponseCode.SUCCESS, r.remark
                     assert ctl.store.flushed_phy_offset > decode_offset_msg_id(r.ext_fields["msgId"]).offset
+                # A short syncFlushTimeout for the stall only (a real fdatasync on a shared host takes longer
+                # than 300 ms now and then), set as an operator would, at runtime
+                r = await c.invoke(addr, _flush_timeout(300))
+                assert r.code == ResponseCode.SUCCESS, r.remark
+                assert ctl.flush_waiter.timeout == 0.3
                 # WAIT=false does not wait (answered even while the disk stalls)
                 stall[0] = 1.0
                 t0 = time.monotonic()
@@ -84,6 +95,7 @@ def test_sync_flush_send_waits_for_fdatasync_and_times_out_on_a_stalled_disk(tmp
                 assert r.code == ResponseCode.FLUSH_DISK_TIMEOUT
                 assert time.monotonic() - t0 < 0.95  # answered by the timeout, not by the stalled round
                 stall[0] = 0.0
+                assert (await c.invoke(addr, _flush_timeout(5000))).code == ResponseCode.SUCCESS
                 await asyncio.sleep(1.2)
                 r = await c.invoke(addr, _send("SF", b"ok", {}))
                 assert r.code == ResponseCode.SUCCESS
