@@ -257,8 +257,8 @@ class AdminClient:
             self.check(resp, f"delete topic {topic} in NameServer {addr}")
 
     # -- addressing ----------------------------------------------------------------------------------------
-    async def master_addrs(self, cluster: str | None = None) -> dict[str, str]:
-        """brokerName -> master address, for one cluster (error if unknown) or all of them."""
+    async def _broker_addr_sets(self, cluster: str | None) -> dict[str, dict[Any, str]]:
+        """brokerName -> {brokerId: address}, for one cluster (error if unknown) or all of them."""
         info = await self.cluster_info()
         table = info["brokerAddrTable"]
         if cluster is not None:
@@ -269,13 +269,23 @@ class AdminClient:
                 )
         else:
             names = list(table)
+        return {name: (table.get(name) or {}).get("brokerAddrs") or {} for name in sorted(names)}
+
+    async def master_addrs(self, cluster: str | None = None) -> dict[str, str]:
+        """brokerName -> master address, for one cluster (error if unknown) or all of them."""
         out: dict[str, str] = {}
-        for name in sorted(names):
-            addrs = (table.get(name) or {}).get("brokerAddrs") or {}
+        for name, addrs in (await self._broker_addr_sets(cluster)).items():
             master = addrs.get(MASTER_ID, addrs.get(0))
             if master:
                 out[name] = master
         return out
+
+    async def broker_addrs(self, cluster: str | None = None) -> list[str]:
+        """Every broker address, masters and slaves, of one cluster (error if unknown) or of all of them."""
+        sets = await self._broker_addr_sets(cluster)
+        return [
+            addr for addrs in sets.values() for _, addr in sorted(addrs.items(), key=lambda kv: str(kv[0]))
+        ]
 
     async def broker_name_of(self, addr: str) -> str:
         info = await self.cluster_info()
@@ -778,6 +788,13 @@ class AdminClient:
             if sep and k.strip() and not k.lstrip().startswith("#"):
                 out[k.strip()] = v.strip()
         return out
+
+    async def update_broker_config(self, broker_addr: str, changes: dict[str, str]) -> str | None:
+        """UPDATE_BROKER_CONFIG: the broker applies the keys at once and saves them into its broker.conf.
+        Returns the broker's remark (set when it applied the change but could not save it), else None."""
+        body = "".join(f"{k}={v}\n" for k, v in changes.items()).encode()
+        resp = await self.invoke_broker(broker_addr, RequestCode.UPDATE_BROKER_CONFIG, None, body)
+        return self.check(resp, f"update broker config of {broker_addr}").remark or None
 
     async def put_kv_config(self, namespace: str, key: str, value: str) -> None:
         ext = H.PutKVConfigRequestHeader(namespace=namespace, key=key, value=value).to_ext()

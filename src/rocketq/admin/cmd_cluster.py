@@ -169,6 +169,28 @@ async def get_broker_config(admin: AdminClient, a: argparse.Namespace, out: Text
     return 0
 
 
+def _update_broker_config_args(p: argparse.ArgumentParser) -> None:
+    _broker_status_args(p)
+    p.add_argument("-k", "--key", required=True, help="config key")
+    p.add_argument("-v", "--value", required=True, help="config value")
+
+
+@command(
+    "updateBrokerConfig",
+    "Update a broker's configuration (applied at once, saved into its broker.conf)",
+    _update_broker_config_args,
+)
+async def update_broker_config(admin: AdminClient, a: argparse.Namespace, out: TextIO) -> int:
+    # with -c: every broker of the cluster, slaves too, as RocketMQ's command does
+    targets = [a.broker_addr] if a.broker_addr else await admin.broker_addrs(a.cluster)
+    for addr in targets:
+        remark = await admin.update_broker_config(addr, {a.key: a.value})
+        out.write(f"update broker config success, {addr}\n")
+        if remark:
+            out.write(f"  {remark}\n")
+    return 0
+
+
 def _kv_args(with_value: bool) -> Callable[[argparse.ArgumentParser], None]:
     def add(p: argparse.ArgumentParser) -> None:
         p.add_argument("-s", "--namespace", required=True, help="KV namespace")

@@ -3,6 +3,8 @@ queue locks."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +30,7 @@ from rocketq.protocol.headers import (
 from rocketq.protocol.route import TOPIC_FILTER_TYPES, DataVersion, TopicConfig
 from rocketq.remoting import Channel
 
+from ..conf_file import persist_changes
 from ..config import ConfigError
 from ..javaprops import PropertiesError, parse_properties
 from ..subscription_manager import parse_group_config
@@ -37,6 +40,7 @@ from .client import parse_body
 if TYPE_CHECKING:
     from ..controller import BrokerController
 
+log = logging.getLogger(__name__)
 FrozenKey = lenient_json.FrozenKey
 LOCK_EXPIRE_S = 60.0
 _ALL_PERM = PERM_PRIORITY | PERM_READ | PERM_WRITE | PERM_INHERIT
@@ -53,6 +57,7 @@ class AdminProcessor:
         # group -> (topic, broker, qid) -> (client_id, last_update)
         self.locks: dict[str, dict[tuple[str, str, int], tuple[str, float]]] = {}
         self.config_version = DataVersion(int(time.time() * 1000), 0)
+        self._conf_lock = asyncio.Lock()
 
     def register(self, server) -> None:
         r = server.register_processor
@@ -269,13 +274,25 @@ class AdminProcessor:
         version = orjson.dumps(self.config_version.to_obj()).decode()
         return request.response(ResponseCode.SUCCESS, None, {"version": version}, "\n".join(lines).encode())
 
-    def update_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+    async def update_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """Apply at once, then save into the broker.conf the broker was started with (if any), as RocketMQ
+        does. A file that cannot be written does not undo the change: the answer says it was not saved."""
         try:
             entries = parse_properties(request.body_bytes.decode("utf-8"))
-            self.ctl.apply_config({k: v for k, v, _ in entries})
+            changes = {k: v for k, v, _ in entries}
+            self.ctl.apply_config(changes)
         except (UnicodeDecodeError, PropertiesError, ConfigError) as exc:
             return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
         self.config_version = self.config_version.next_version(int(time.time() * 1000))
+        path = self.ctl.cfg.source
+        if not path or not changes:
+            return request.response(ResponseCode.SUCCESS)
+        async with self._conf_lock:  # one rewrite of the file at a time
+            try:
+                await asyncio.get_running_loop().run_in_executor(None, persist_changes, path, changes)
+            except (OSError, PropertiesError) as exc:
+                log.warning("updateBrokerConfig: applied, but not saved to %s: %s", path, exc)
+                return request.response(ResponseCode.SUCCESS, f"applied, but not saved to {path}: {exc}")
         return request.response(ResponseCode.SUCCESS)
 
     # -- offsets -----------------------------------------------------------------------------
