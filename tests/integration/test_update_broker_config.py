@@ -38,6 +38,9 @@ def test_update_broker_config_applies_saves_and_survives_a_restart(tmp_path) -> 
             sa.namesrv, "updateBrokerConfig", "-b", sa.broker, "-k", "maxMessageSize", "-v", "lots"
         )
         assert code != 0
+        huge = "r" * 20_000  # bounded: it would be saved into broker.conf
+        code, _ = mqadmin(sa.namesrv, "updateBrokerConfig", "-b", sa.broker, "-k", "region", "-v", huge)
+        assert code != 0
         assert conf.read_text() == text
         assert _config(sa.namesrv, sa.broker)["brokerName"] == "broker-a"
     finally:

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 FrozenKey = lenient_json.FrozenKey
 LOCK_EXPIRE_S = 60.0
+_MAX_CONFIG_UPDATE = 16 * 1024  # bytes of UPDATE_BROKER_CONFIG body
 _ALL_PERM = PERM_PRIORITY | PERM_READ | PERM_WRITE | PERM_INHERIT
 
 
@@ -277,8 +278,12 @@ class AdminProcessor:
     async def update_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """Apply at once, then save into the broker.conf the broker was started with (if any), as RocketMQ
         does. A file that cannot be written does not undo the change: the answer says it was not saved."""
+        body = request.body_bytes
+        if len(body) > _MAX_CONFIG_UPDATE:  # it may end up in broker.conf: no megabyte region names
+            remark = f"config update over {_MAX_CONFIG_UPDATE} bytes"
+            return request.response(ResponseCode.SYSTEM_ERROR, remark)
         try:
-            entries = parse_properties(request.body_bytes.decode("utf-8"))
+            entries = parse_properties(body.decode("utf-8"))
             changes = {k: v for k, v, _ in entries}
             self.ctl.apply_config(changes)
         except (UnicodeDecodeError, PropertiesError, ConfigError) as exc:
