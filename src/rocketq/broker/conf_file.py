@@ -10,7 +10,8 @@ fsynced, renamed). Blocking: call it off the event loop.
 from __future__ import annotations
 
 import os
-import tempfile
+
+from rocketq.atomic_file import replace_atomically
 
 from .javaprops import parse_properties
 
@@ -58,23 +59,5 @@ def persist_changes(path: str, changes: dict[str, str]) -> None:
     lines.extend(
         f"{_escape(k, True)}={_escape(v, False)}\n" for k, v in changes.items() if not last_in_place.get(k)
     )
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".broker.conf.", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write("".join(lines))
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, os.stat(path).st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    dfd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+    mode = os.stat(path).st_mode & 0o7777
+    replace_atomically(path, "".join(lines).encode("utf-8"), prefix=".broker.conf.", mode=mode)

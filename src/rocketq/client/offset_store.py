@@ -6,11 +6,12 @@ import asyncio
 import enum
 import logging
 import os
-import tempfile
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 
 import orjson
+
+from rocketq.atomic_file import replace_atomically
 
 from .message import MessageQueue
 
@@ -133,19 +134,7 @@ class LocalFileOffsetStore(OffsetStore):
                 os.replace(self.path, self.path.with_suffix(".json.bak"))
             except OSError:
                 pass
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".offsets.")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        replace_atomically(self.path, data, prefix=".offsets.")
 
     async def persist_all(self, mqs: Iterable[MessageQueue]) -> None:
         wanted = set(mqs)
