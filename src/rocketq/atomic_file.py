@@ -9,10 +9,17 @@ import tempfile
 
 
 def replace_atomically(
-    path: str | os.PathLike[str], data: bytes, *, prefix: str, mode: int | None = None
+    path: str | os.PathLike[str],
+    data: bytes,
+    *,
+    prefix: str,
+    mode: int | None = None,
+    backup: str | os.PathLike[str] | None = None,
 ) -> None:
     """Make ``path`` hold ``data``. ``mode``: the new file's permission bits (default: mkstemp's 0o600).
-    On any failure the old file is untouched and no temporary file is left."""
+    ``backup``: once the new data is durable, the previous file is kept under this name (RocketMQ's .bak), so
+    there is always one complete copy. On any failure before the rename the old file is untouched and no
+    temporary file is left."""
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=prefix, dir=directory)
     try:
@@ -22,6 +29,11 @@ def replace_atomically(
             os.fsync(f.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
+        if backup is not None and os.path.exists(path):
+            try:
+                os.replace(path, backup)
+            except OSError:
+                pass
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -29,8 +41,11 @@ def replace_atomically(
         except OSError:
             pass
         raise
-    dfd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+    try:  # some file systems refuse a directory fsync; the rename has happened either way
+        dfd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass

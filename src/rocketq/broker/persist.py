@@ -10,11 +10,13 @@ import asyncio
 import logging
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import orjson
 
+from rocketq.atomic_file import replace_atomically
 from rocketq.protocol import lenient_json
 
 log = logging.getLogger(__name__)
@@ -32,33 +34,14 @@ def _pool() -> ThreadPoolExecutor:
 
 
 def write_atomic(path: str, data: bytes) -> None:
-    directory = os.path.dirname(path)
-    os.makedirs(directory, exist_ok=True)
-    tmp = f"{path}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    # keep the previous good copy, like RocketMQ's .bak
-    if os.path.exists(path):
-        try:
-            os.replace(path, path + ".bak")
-        except OSError:
-            pass
-    os.replace(tmp, path)
-    try:
-        dfd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
+    """The file replaced whole, the previous good copy kept as .bak, like RocketMQ's."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    replace_atomically(path, data, prefix=os.path.basename(path) + ".", mode=0o644, backup=path + ".bak")
+
+
+def submit(fn: Callable[..., Any], *args: Any) -> Future[Any]:
+    """Run fn(*args) on the config thread, after every write submitted before it."""
+    return _pool().submit(fn, *args)
 
 
 def read_json(path: str) -> Any | None:

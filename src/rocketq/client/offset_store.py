@@ -129,12 +129,7 @@ class LocalFileOffsetStore(OffsetStore):
     def _write_file(self, rows: list[dict[str, object]]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         data = orjson.dumps({"offsetTable": rows}, option=orjson.OPT_INDENT_2)
-        if self.path.exists():
-            try:
-                os.replace(self.path, self.path.with_suffix(".json.bak"))
-            except OSError:
-                pass
-        replace_atomically(self.path, data, prefix=".offsets.")
+        replace_atomically(self.path, data, prefix=".offsets.", backup=self.path.with_suffix(".json.bak"))
 
     async def persist_all(self, mqs: Iterable[MessageQueue]) -> None:
         wanted = set(mqs)

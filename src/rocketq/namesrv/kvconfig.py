@@ -13,6 +13,8 @@ from pathlib import Path
 
 import orjson
 
+from rocketq.atomic_file import replace_atomically
+
 log = logging.getLogger(__name__)
 
 MAX_NAMESPACE_LEN = 255
@@ -92,17 +94,7 @@ class KVConfigManager:
 
     def _write(self, data: bytes) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        dir_fd = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        replace_atomically(self.path, data, prefix=self.path.name + ".", mode=0o644)
 
     def snapshot(self) -> bytes:
         return orjson.dumps({"configTable": self.table}, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
