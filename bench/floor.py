@@ -75,6 +75,12 @@ def build_variant(name: str, dest: str) -> str:
 _HEAD = struct.Struct(">Ii")  # frame length, header length (its top byte is the serialize type)
 
 
+def _field(header: bytes, key: bytes) -> int:
+    """An integer field of a JSON response header, found by search (this client's answers only)."""
+    i = header.index(key) + len(key)
+    return int(header[i : header.index(b",", i)])
+
+
 class _Answers(asyncio.Protocol):
     """Matches each answer to its request by opaque; the opaque is found in the JSON header by search."""
 
@@ -95,12 +101,9 @@ class _Answers(asyncio.Protocol):
             if len(buf) - pos - 4 < size:
                 break
             header = bytes(buf[pos + 8 : pos + 8 + (hlen & 0xFFFFFF)])
-            i = header.index(b'"opaque":') + 9
-            j = header.index(b",", i)
-            code = int(header[header.index(b'"code":') + 7 : header.index(b",", header.index(b'"code":'))])
-            fut = self.waiters.pop(int(header[i:j]), None)
+            fut = self.waiters.pop(_field(header, b'"opaque":'), None)
             if fut is not None and not fut.done():
-                fut.set_result(code)
+                fut.set_result(_field(header, b'"code":'))
             pos += 4 + size
         del buf[:pos]
 

@@ -15,6 +15,7 @@ from rocketq.atomic_file import replace_atomically
 
 from .javaprops import parse_properties
 
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r", "\f": "\\f"}
 # characters str.splitlines() breaks at (the reader's line split) other than the four escaped by name
 _BREAKS = frozenset("\x0b\x1c\x1d\x1e\x85\u2028\u2029")
 
@@ -24,8 +25,8 @@ def _escape(text: str, key: bool) -> str:
     for i, c in enumerate(text):
         if c == "\\":
             out.append("\\\\")
-        elif c in "\t\n\r\f":
-            out.append({"\t": "\\t", "\n": "\\n", "\r": "\\r", "\f": "\\f"}[c])
+        elif c in _NAMED:
+            out.append(_NAMED[c])
         elif c in _BREAKS:
             out.append(f"\\u{ord(c):04x}")
         elif (key and c in "=: #!") or (not key and i == 0 and c == " "):

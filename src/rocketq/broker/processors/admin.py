@@ -30,6 +30,7 @@ from rocketq.protocol.headers import (
 from rocketq.protocol.route import TOPIC_FILTER_TYPES, DataVersion, TopicConfig
 from rocketq.remoting import Channel
 
+from .. import persist
 from ..conf_file import persist_changes
 from ..config import ConfigError
 from ..javaprops import PropertiesError, parse_properties
@@ -58,7 +59,6 @@ class AdminProcessor:
         # group -> (topic, broker, qid) -> (client_id, last_update)
         self.locks: dict[str, dict[tuple[str, str, int], tuple[str, float]]] = {}
         self.config_version = DataVersion(int(time.time() * 1000), 0)
-        self._conf_lock = asyncio.Lock()
 
     def register(self, server) -> None:
         r = server.register_processor
@@ -292,12 +292,11 @@ class AdminProcessor:
         path = self.ctl.cfg.source
         if not path or not changes:
             return request.response(ResponseCode.SUCCESS)
-        async with self._conf_lock:  # one rewrite of the file at a time
-            try:
-                await asyncio.get_running_loop().run_in_executor(None, persist_changes, path, changes)
-            except (OSError, PropertiesError) as exc:
-                log.warning("updateBrokerConfig: applied, but not saved to %s: %s", path, exc)
-                return request.response(ResponseCode.SUCCESS, f"applied, but not saved to {path}: {exc}")
+        try:  # on the config thread: one rewrite of the file at a time, in the order asked
+            await asyncio.wrap_future(persist.submit(persist_changes, path, changes))
+        except (OSError, PropertiesError) as exc:
+            log.warning("updateBrokerConfig: applied, but not saved to %s: %s", path, exc)
+            return request.response(ResponseCode.SUCCESS, f"applied, but not saved to {path}: {exc}")
         return request.response(ResponseCode.SUCCESS)
 
     # -- offsets -----------------------------------------------------------------------------
