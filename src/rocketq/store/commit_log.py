@@ -136,7 +136,15 @@ class CommitLog:
 
     def append_one(
         self,
-        msg: MessageToStore,
+        topic: str,
+        qid: int,
+        body: bytes,
+        flag: int,
+        sys_flag: int,
+        born_timestamp: int,
+        born_host: tuple[str, int],
+        reconsume_times: int,
+        prepared_transaction_offset: int,
         tb: bytes,
         pb: bytes,
         crc: int,
@@ -144,15 +152,11 @@ class CommitLog:
         schedule_tags: Callable[[int], int] | None,
     ) -> tuple[int, int, int, int] | PutMessageStatus:
         """Append one record and its CQ unit; returns (phys_offset, size, queue_offset, store_timestamp) or
-        a status. The hot path: everything below is inlined on purpose."""
-        body = msg.body
+        a status. The hot path: everything below is inlined on purpose, and the message comes as its fields
+        (MessageToStore's, positional) so that a caller needs no object for it."""
         size = FIXED_SIZE + len(body) + len(tb) + len(pb)
         if size > self.max_message_size or size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
             return PutMessageStatus.MESSAGE_ILLEGAL
-        sys_flag = msg.sys_flag
-        topic = msg.topic
-        qid = msg.queue_id
-        born_host = msg.born_host
         born_ip4 = _ip_cache.get(born_host[0]) or ip4_bytes(born_host[0])
         consumable = (sys_flag & 0x4) == 0 or topic == TRANS_HALF_TOPIC  # not PREPARED (0x4) / ROLLBACK (0xC)
         key = (topic, qid)
@@ -190,9 +194,9 @@ class CommitLog:
                 if pos + size > mf.warm_limit:  # zeros may be on their way there (store/warm.py)
                     mf.warm_claim(pos + size)
             encode_record_into(
-                buf, at, body, tb, pb, qid, msg.flag, qoff, phys, sys_flag, msg.born_timestamp, born_ip4,
-                born_host[1], store_ts, self.store_ip4, self.store_port, msg.reconsume_times,
-                msg.prepared_transaction_offset, crc,
+                buf, at, body, tb, pb, qid, flag, qoff, phys, sys_flag, born_timestamp, born_ip4,
+                born_host[1], store_ts, self.store_ip4, self.store_port, reconsume_times,
+                prepared_transaction_offset, crc,
             )  # fmt: skip
             if staging:
                 if not staged:

@@ -569,7 +569,10 @@ class MessageStore:
                 tags_code = tag_hash_code(tags) if tags else 0
         crc = crc32(msg.body) & 0x7FFFFFFF  # body_crc, inline
         commit_log = self.commit_log
-        r = commit_log.append_one(msg, tb, pb, crc, tags_code, schedule)  # type: ignore[arg-type]
+        r = commit_log.append_one(
+            msg.topic, msg.queue_id, msg.body, msg.flag, msg.sys_flag, msg.born_timestamp, msg.born_host,
+            msg.reconsume_times, msg.prepared_transaction_offset, tb, pb, crc, tags_code, schedule,  # type: ignore[arg-type]
+        )  # fmt: skip
         if r.__class__ is not tuple:
             return self._fail(r)  # type: ignore[arg-type]
         phys, size, qoff, store_ts = r  # type: ignore[misc]
@@ -590,6 +593,53 @@ class MessageStore:
         if d is not None and d.idle:
             d.wakeup()
         return PutMessageResult(_PUT_OK, phys, size, [commit_log.msg_id(phys)], qoff, 1, store_ts, fut, end)
+
+    def put_plain(
+        self,
+        topic: str,
+        queue_id: int,
+        body: bytes,
+        flag: int,
+        sys_flag: int,
+        born_timestamp: int,
+        born_host: tuple[str, int],
+        reconsume_times: int,
+        tags_code: int,
+        properties_raw: bytes,
+    ) -> tuple[str, int] | PutMessageResult:
+        """put_message of MessageToStore(topic, queue_id, body, flag, {}, sys_flag, born_timestamp, born_host,
+        reconsume_times, 0, tags_code, properties_raw), for the broker's send path. Under ASYNC_FLUSH a stored
+        message gives (offsetMsgId, queue offset) and no objects (the result and the message are most of a
+        small put's cost beside the record itself); anything else gives put_message's result."""
+        tb = self._topic_bytes.get(topic) if self._writable else None
+        if (
+            tb is not None
+            and not self._sync
+            and len(properties_raw) <= MAX_PROPERTIES_LENGTH
+            and not self.clean.disk_full
+        ):
+            commit_log = self.commit_log
+            r = commit_log.append_one(
+                topic, queue_id, body, flag, sys_flag, born_timestamp, born_host, reconsume_times, 0,
+                tb, properties_raw, crc32(body) & 0x7FFFFFFF, tags_code, None,
+            )  # fmt: skip
+            if r.__class__ is not tuple:
+                return self._fail(r)  # type: ignore[arg-type]
+            phys, size, qoff, _ = r  # type: ignore[misc]
+            self.put_count += 1
+            self.put_bytes += size
+            listener = self._listener
+            if listener is not None:
+                listener(topic, queue_id, qoff + 1)
+            d = self.index_dispatcher
+            if d is not None and d.idle:
+                d.wakeup()
+            return commit_log.msg_id(phys), qoff
+        msg = MessageToStore(
+            topic, queue_id, body, flag, {}, sys_flag, born_timestamp, born_host, reconsume_times, 0,
+            tags_code, properties_raw,
+        )  # fmt: skip
+        return self.put_message(msg)
 
     def put_messages(self, topic: str, queue_id: int, messages: list[MessageToStore]) -> PutMessageResult:
         """Batch: one queue, consecutive offsets, written contiguously (one segment)."""

@@ -391,23 +391,16 @@ class SendProcessor:
         if len(pb) > MAX_PROPERTIES_LENGTH:
             return None  # the general path normalises first: same limit on the same string as before
         queue_id = h.queue_id
-        # Positional, in MessageToStore's field order (keywords cost more than the rest of the call; a test
-        # pins the order): topic, queue_id, body, flag, properties (unused with properties_raw), sys_flag,
-        # born_timestamp, born_host, reconsume_times, prepared_transaction_offset, tags_code, properties_raw
-        msg = self.MessageToStore(
-            h.topic, queue_id, request.body, h.flag, {}, h.sys_flag, h.born_timestamp,
-            channel.attrs.get("born_host") or born_host_of(channel), h.reconsume_times or 0, 0, tags_code, pb,
+        result = self.ctl.store.put_plain(
+            h.topic, queue_id, request.body, h.flag, h.sys_flag, h.born_timestamp,
+            channel.attrs.get("born_host") or born_host_of(channel), h.reconsume_times or 0, tags_code, pb,
         )  # fmt: skip
-        result = self.ctl.store.put_message(msg)
+        if result.__class__ is tuple:  # ASYNC_FLUSH, stored: (offsetMsgId, queue offset)
+            self.stats.put += 1
+            return send_ok_response(request, _SUCCESS, result[0], queue_id, result[1], self._ok_strings)
         if "WAIT\x01false" in raw and _last_value(raw, "WAIT") == "false":
             result.flush_future = None  # waitStoreMsgOK=false: answer without waiting for the flush
             result.flush_offset = 0
-        elif result.status is self.PUT_OK and not result.flush_offset and result.flush_future is None:
-            # ASYNC_FLUSH, stored: _respond's first case, two calls shallower
-            self.stats.put += 1
-            return send_ok_response(
-                request, _SUCCESS, result.msg_ids[0], queue_id, result.queue_offset, self._ok_strings
-            )
         return self._respond(request, result, queue_id)
 
     def _retry_to_dlq(
