@@ -226,6 +226,8 @@ def test_standalone_boots_and_serves(tmp_path):
     from tests.helpers.procs import free_port
 
     broker_port = free_port()
+    conf = tmp_path / "guard.conf"  # every default but the disk guard (the shared disk is not under test)
+    conf.write_text("diskSpaceWarningLevelRatio=99\n")
     proc = start_rocketq(
         [
             "standalone",
@@ -235,6 +237,8 @@ def test_standalone_boots_and_serves(tmp_path):
             "{port}",
             "--broker-port",
             str(broker_port),
+            "-c",
+            str(conf),
         ],
         boot_line=BROKER_BOOT,
         timeout=60,

@@ -65,6 +65,7 @@ def test_sync_flush_send_waits_for_fdatasync_and_times_out_on_a_stalled_disk(tmp
             "storePathRootDir": str(tmp_path), "listenPort": 0, "brokerIP1": "127.0.0.1",
             "flushDiskType": "SYNC_FLUSH", "syncFlushTimeout": 5000,
             "syncFlushNativeAio": backend != "thread",
+            "diskSpaceWarningLevelRatio": "100",  # the shared disk's fill level is not tested here
         })  # fmt: skip
         ctl = BrokerController(cfg)
         await ctl.start()

@@ -32,6 +32,7 @@ def test_retention_on_real_store(tmp_path):
         mapped_file_size_consume_queue=20 * 256,
         max_hash_slot_num=64,
         max_index_num=128,
+        disk_space_warning_level_ratio=100,  # the shared disk's fill level is not tested here
     )
     store = MessageStore(cfg, ("127.0.0.1", 10911))
     store.start()
@@ -91,10 +92,12 @@ def test_disk_full_flag_refuses_writes_until_space_returns(tmp_path):
         clean = getattr(store, "clean", None)
         if clean is None:
             pytest.xfail("store core: MessageStore starts no CleanService yet (notes-store-faults.md §2)")
-        usage = {"r": 0.95}
+        usage = {"r": 0.5}
         clean._disk_usage = lambda p: usage["r"]
+        clean.check_disk()  # from here on the test's disk, not the shared host disk the start looked at
         msg = MessageToStore(topic="T", queue_id=0, body=b"x" * 100, properties={})
         assert store.put_message(msg).status == PutMessageStatus.PUT_OK
+        usage["r"] = 0.95
         clean.run_once()
         assert clean.disk_full
         assert store.put_message(msg).status == PutMessageStatus.SERVICE_NOT_AVAILABLE
