@@ -16,6 +16,8 @@ import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from bench.peers.sys_rocketq import DISK_GUARD_CONF
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -41,6 +43,7 @@ async def standalone(prefix: str) -> AsyncIterator[str]:
         conf = os.path.join(root, "broker.conf")
         with open(conf, "w") as f:
             f.write("brokerName=broker-a\nflushDiskType=ASYNC_FLUSH\nautoCreateTopicEnable=false\n")
+            f.write(DISK_GUARD_CONF)
         home = os.path.join(root, "home")
         cmd = [sys.executable, "-m", "rocketq.cli", "standalone", "--home", home, "--namesrv-port", str(ns),
                "--broker-port", str(bp), "-c", conf, "--log-level", "WARNING"]  # fmt: skip

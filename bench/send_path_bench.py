@@ -113,6 +113,7 @@ async def run_bench(args: argparse.Namespace) -> list[dict[str, float]]:
                 "brokerIP1": "127.0.0.1",
                 "flushDiskType": "ASYNC_FLUSH",
                 "autoCreateTopicEnable": "false",
+                "diskSpaceWarningLevelRatio": "99",  # a shared disk's fill level must not refuse the sends
             },
         )
         ctl = BrokerController(cfg)

@@ -33,6 +33,10 @@ BROKER_CONF = {
     # push consumers. Both runs below are reported.
     "maxTransferCountOnMessageInMemory": "2048",
     "maxTransferBytesOnMessageInMemory": str(4 * 1024 * 1024),
+    # a shared disk's fill level must not refuse the sends (the peers bench's DISK_GUARD_CONF)
+    "diskSpaceWarningLevelRatio": "99",
+    "diskSpaceCleanForciblyRatio": "99",
+    "diskMaxUsedSpaceRatio": "99",
 }
 
 

@@ -25,7 +25,7 @@ from array import array
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.peers.common import cpu_ticks, free_port, payload_template, stamp, steal_share
-from bench.peers.sys_rocketq import PULL_BATCH_CONF, RocketqClient
+from bench.peers.sys_rocketq import DISK_GUARD_CONF, PULL_BATCH_CONF, RocketqClient
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -74,7 +74,9 @@ def start_broker(root: str, tier: str, cpu: int, extra: str) -> tuple[subprocess
     flush = "SYNC_FLUSH" if tier == "A" else "ASYNC_FLUSH"
     with open(conf, "w") as f:
         f.write(f"brokerClusterName=DefaultCluster\nbrokerName=broker-a\nflushDiskType={flush}\n")
-        f.write(f"haListenPort={free_port()}\nautoCreateTopicEnable=false\n{PULL_BATCH_CONF}")
+        f.write(
+            f"haListenPort={free_port()}\nautoCreateTopicEnable=false\n{PULL_BATCH_CONF}{DISK_GUARD_CONF}"
+        )
         for line in extra.split(";"):
             if line.strip():
                 f.write(line.strip() + "\n")

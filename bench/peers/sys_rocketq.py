@@ -13,6 +13,10 @@ from .common import free_port
 QUEUES = 4
 # RocketMQ's defaults are 32 messages / 256 KiB per pull, whatever the consumer's pullBatchSize asks for
 PULL_BATCH_CONF = "maxTransferCountOnMessageInMemory=256\nmaxTransferBytesOnMessageInMemory=1048576\n"
+# The bench shares its disk with whatever else the host holds: past 90 % used (RocketMQ's default guard) the
+# broker would refuse every send, which no peer does, so the guards move to 99 %. Below 75 % used they change
+# nothing.
+DISK_GUARD_CONF = "diskSpaceWarningLevelRatio=99\ndiskSpaceCleanForciblyRatio=99\ndiskMaxUsedSpaceRatio=99\n"
 
 
 class RocketqServer(Server):
@@ -27,7 +31,7 @@ class RocketqServer(Server):
         with open(self.conf, "w") as f:
             f.write(
                 f"brokerClusterName=DefaultCluster\nbrokerName=broker-a\nflushDiskType={flush}\n"
-                f"haListenPort={free_port()}\nautoCreateTopicEnable=false\n{PULL_BATCH_CONF}"
+                f"haListenPort={free_port()}\nautoCreateTopicEnable=false\n{PULL_BATCH_CONF}{DISK_GUARD_CONF}"
             )
             # experiments only (A/B of a broker setting): extra broker.conf lines, ';'-separated
             for line in os.environ.get("ROCKETQ_BENCH_BROKER_CONF", "").split(";"):
