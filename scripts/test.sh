@@ -10,6 +10,8 @@ ROCKETQ_EXTRAS="[dev,spark]" bash scripts/bootstrap.sh
 if [ -f tests/interop/node/package.json ] && command -v npm >/dev/null 2>&1; then
   (cd tests/interop/node && npm install --no-audit --no-fund --loglevel=error)
 fi
+# the broker refuses writes past 90 % used (RocketMQ's guard); tests pin it, but say what CI ran on
+echo "temp disk (used, available, use%): $(df -h --output=used,avail,pcent "${TMPDIR:-/tmp}" | tail -1)"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 exec .venv/bin/pytest -q "$@"
