@@ -23,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.peers.sys_rocketq import DISK_GUARD  # noqa: E402
 from tests.interop.standalone import mqadmin_ok, start_standalone  # noqa: E402
 
 BROKER_CONF = {
@@ -33,10 +34,7 @@ BROKER_CONF = {
     # push consumers. Both runs below are reported.
     "maxTransferCountOnMessageInMemory": "2048",
     "maxTransferBytesOnMessageInMemory": str(4 * 1024 * 1024),
-    # a shared disk's fill level must not refuse the sends (the peers bench's DISK_GUARD_CONF)
-    "diskSpaceWarningLevelRatio": "99",
-    "diskSpaceCleanForciblyRatio": "99",
-    "diskMaxUsedSpaceRatio": "99",
+    **DISK_GUARD,  # a shared disk's fill level must not refuse the sends
 }
 
 

@@ -16,7 +16,12 @@ PULL_BATCH_CONF = "maxTransferCountOnMessageInMemory=256\nmaxTransferBytesOnMess
 # The bench shares its disk with whatever else the host holds: past 90 % used (RocketMQ's default guard) the
 # broker would refuse every send, which no peer does, so the guards move to 99 %. Below 75 % used they change
 # nothing.
-DISK_GUARD_CONF = "diskSpaceWarningLevelRatio=99\ndiskSpaceCleanForciblyRatio=99\ndiskMaxUsedSpaceRatio=99\n"
+DISK_GUARD = {
+    "diskSpaceWarningLevelRatio": "99",
+    "diskSpaceCleanForciblyRatio": "99",
+    "diskMaxUsedSpaceRatio": "99",
+}
+DISK_GUARD_CONF = "".join(f"{k}={v}\n" for k, v in DISK_GUARD.items())
 
 
 class RocketqServer(Server):
