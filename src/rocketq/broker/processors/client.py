@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from rocketq.filter.sql92 import SqlError
 from rocketq.protocol import lenient_json
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import ProtocolError, RemotingCommand
@@ -14,7 +15,6 @@ from rocketq.protocol.properties import RETRY_GROUP_TOPIC_PREFIX
 from rocketq.remoting import Channel
 
 from ..client_manager import ClientChannelInfo
-from ..sql92 import SqlError
 from ..subscription import SubscriptionData, sql_filter
 from ..validation import check_name
 
