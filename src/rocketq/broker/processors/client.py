@@ -19,7 +19,7 @@ from ..subscription import SubscriptionData, sql_filter
 from ..validation import check_name
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..context import BrokerContext
 
 PERM_RW = 6
 
@@ -32,7 +32,7 @@ def parse_body(body: bytes) -> Any:
 
 
 class ClientProcessor:
-    def __init__(self, ctl: BrokerController) -> None:
+    def __init__(self, ctl: BrokerContext) -> None:
         self.ctl = ctl
 
     def register(self, server) -> None:
