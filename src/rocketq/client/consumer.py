@@ -1,3 +1,4 @@
+# Over 600 lines: lifecycle, rebalance and the pull loop of PushConsumer; moving the pull loop out is planned.
 """PushConsumer (DefaultMQPushConsumer) — asyncio core: rebalance, long-polling pull loop per queue,
 flow control, concurrent or orderly consumption, retry via send-back, offset commit."""
 
