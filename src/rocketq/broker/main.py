@@ -96,8 +96,7 @@ def main(argv: list[str]) -> int:
         print(f"rocketq broker: {exc}", file=sys.stderr)
         return 2
     if a.print_config:
-        for k, v in cfg.values.items():
-            print(f"{k}={str(v).lower() if isinstance(v, bool) else v}")
+        print("\n".join(cfg.listing()))
         return 0
     try:
         ctl = BrokerController(cfg, a.bind)

@@ -269,9 +269,7 @@ class AdminProcessor:
         return request.response(ResponseCode.SUCCESS, None, None, orjson.dumps({"table": table}))
 
     def broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        lines = []
-        for k, v in self.ctl.cfg.values.items():
-            lines.append(f"{k}={str(v).lower() if isinstance(v, bool) else v}")
+        lines = self.ctl.cfg.listing()
         version = orjson.dumps(self.config_version.to_obj()).decode()
         return request.response(ResponseCode.SUCCESS, None, {"version": version}, "\n".join(lines).encode())
 
