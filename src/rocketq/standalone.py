@@ -8,10 +8,26 @@ import logging
 import os
 import sys
 
-from rocketq.broker.config import ConfigError, load_config
+from rocketq.broker.config import BrokerConfig, ConfigError, load_config
 from rocketq.broker.controller import BrokerController
 from rocketq.broker.main import boot_line, stop_on_signals
 from rocketq.remoting import run
+
+# The embedded default is sized for a laptop: RocketMQ's production sizes preallocate two 1 GiB CommitLog
+# segments, a 420 MB IndexFile and 6 MB per consume queue before the first message; here an empty store
+# takes about 75 MB. A key set in broker.conf (either spelling) wins; see docs/configuration.md.
+EMBEDDED_STORE_SIZES: dict[str, tuple[int, str | None]] = {  # key -> (value, older spelling)
+    "mappedFileSizeCommitLog": (32 * 1024 * 1024, "mapedFileSizeCommitLog"),
+    "mappedFileSizeConsumeQueue": (30_000 * 20, "mapedFileSizeConsumeQueue"),
+    "maxHashSlotNum": (100_000, None),
+    "maxIndexNum": (400_000, None),
+}
+
+
+def apply_embedded_sizes(cfg: BrokerConfig) -> None:
+    for key, (value, old) in EMBEDDED_STORE_SIZES.items():
+        if key not in cfg.explicit and old not in cfg.explicit:
+            cfg.values[key] = value
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -43,6 +59,7 @@ async def serve(a: argparse.Namespace, home: str) -> None:
     if a.broker_port is not None:
         overrides["listenPort"] = a.broker_port
     cfg = load_config(a.config, overrides)
+    apply_embedded_sizes(cfg)
     if "storePathRootDir" not in cfg.explicit:
         cfg.values["storePathRootDir"] = os.path.join(home, "store")
         if "storePathCommitLog" not in cfg.explicit:

@@ -130,3 +130,23 @@ def test_listing_shows_each_renamed_size_key_once_with_the_size_in_effect(tmp_pa
     assert f"mappedFileSizeCommitLog={commitlog}" in lines
     assert f"mappedFileSizeConsumeQueue={cq}" in lines
     assert "autoCreateTopicEnable=false" in lines  # booleans as Java prints them
+
+
+@pytest.mark.parametrize(
+    "text, commitlog, hash_slots",
+    [
+        ("", 32 * 1024 * 1024, 100_000),  # the laptop sizes
+        ("mapedFileSizeCommitLog=1073741824\n", 1 << 30, 100_000),  # either spelling set: the file wins
+        ("mappedFileSizeCommitLog=1073741824\nmaxHashSlotNum=5000000\n", 1 << 30, 5_000_000),
+    ],
+)
+def test_standalone_store_sizes_unless_broker_conf_sets_them(tmp_path, text, commitlog, hash_slots):
+    from rocketq.standalone import apply_embedded_sizes
+
+    path = tmp_path / "broker.conf"
+    path.write_text(text)
+    cfg = load_config(str(path))
+    apply_embedded_sizes(cfg)
+    assert cfg.commitlog_file_size == commitlog
+    assert cfg["maxHashSlotNum"] == hash_slots
+    assert cfg.consume_queue_file_size == 600_000 and cfg["maxIndexNum"] == 400_000
