@@ -136,6 +136,7 @@ class BrokerController:
         self.boot_timestamp = int(time.time() * 1000)
         self.stats = BrokerStats()
         self.processors: list[Any] = []
+        self.store_locks: list[Any] = []  # dirlock.py: held from start() until the end of shutdown()
         if cfg["aclEnable"]:
             self.server.rpc_hook = load_acl_hook(cfg)
 
@@ -152,6 +153,7 @@ class BrokerController:
         from .transactions import TransactionService
 
         self.loop = asyncio.get_running_loop()
+        self.lock_store()  # before anything reads or writes the store directory
         os.makedirs(self.cfg.config_dir, exist_ok=True)
         self.topics.load()
         self.subscriptions.load()
@@ -216,6 +218,14 @@ class BrokerController:
                 self._every(self.cfg["flushConsumerOffsetInterval"] / 1000.0, self._persist_offsets)
             ),
         ]
+
+    def lock_store(self) -> None:
+        """Refuse to start (StoreLocked: "Lock failed, MQ already started") when another process holds
+        this store."""
+        from rocketq.dirlock import lock_store
+
+        if not self.store_locks:
+            self.store_locks = lock_store(self.cfg["storePathRootDir"], self.cfg["storePathCommitLog"])
 
     async def _every(self, period_s: float, fn) -> None:
         period_s = max(period_s, 0.05)
@@ -345,6 +355,8 @@ class BrokerController:
             await self.loop.run_in_executor(None, self.store.shutdown)
         if self.flush_waiter is not None:
             self.flush_waiter.close()
+        if not self.store_locks:
+            return  # never owned the store (not started, or another process holds it): write nothing there
         self.topics.persist_sync()
         self.subscriptions.persist_sync()
         self.offsets.persist_sync()
@@ -353,3 +365,6 @@ class BrokerController:
         batch = getattr(self, "batch_transactions", None)
         if batch is not None and hasattr(batch, "persist_sync"):
             batch.persist_sync()
+        for lock in reversed(self.store_locks):  # last: everything above has been written
+            lock.release()
+        self.store_locks = []

@@ -8,6 +8,7 @@ import logging
 import signal
 import sys
 
+from rocketq.dirlock import StoreLocked
 from rocketq.remoting import run
 
 from .config import NamesrvConfig, read_properties
@@ -67,6 +68,9 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         run(serve(cfg))
+    except StoreLocked as exc:
+        print(f"rocketq namesrv: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:  # e.g. address in use
         print(f"rocketq namesrv: {exc}", file=sys.stderr)
         return 1
