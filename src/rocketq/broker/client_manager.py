@@ -130,9 +130,9 @@ class ClientManager:
             if not chans:
                 del self.producers[group]
 
-    def producer_channel(self, group: str) -> Channel | None:
+    def producer_channel(self, group: str, accept: Callable[[Channel], bool] | None = None) -> Channel | None:
         for info in (self.producers.get(group) or {}).values():
-            if not info.channel.closed:
+            if not info.channel.closed and (accept is None or accept(info.channel)):
                 return info.channel
         return None
 

@@ -139,6 +139,10 @@ class BrokerController:
         self.store_locks: list[Any] = []  # dirlock.py: held from start() until the end of shutdown()
         if cfg["aclEnable"]:
             self.server.rpc_hook = load_acl_hook(cfg)
+        from .read_acl import ReadGuard
+
+        # reads authorized by the stored message's topics (VIEW/QUERY/send-back/pull of %RETRY%, ...)
+        self.reads = ReadGuard(self.server.rpc_hook if cfg["aclEnable"] else None)
 
     @property
     def broker_addr(self) -> str:
