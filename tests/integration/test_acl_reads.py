@@ -15,7 +15,16 @@ import time
 
 import orjson
 import pytest
-from tests.integration.broker_support import call, create_topic, pull, records, run, send, start_cluster
+from tests.integration.broker_support import (
+    call,
+    create_topic,
+    pull,
+    records,
+    run,
+    send,
+    send_ext,
+    start_cluster,
+)
 
 from rocketq.client.acl import AclClientRPCHook
 from rocketq.protocol.codes import RequestCode, ResponseCode
@@ -37,7 +46,7 @@ accounts:
     secretKey: "ownersecret"
     defaultTopicPerm: DENY
     defaultGroupPerm: DENY
-    topicPerms: ["Secret=PUB|SUB", "Open=PUB|SUB"]
+    topicPerms: ["Secret=PUB|SUB", "Open=PUB|SUB", "DefaultCluster_REPLY_TOPIC=SUB"]
     groupPerms: ["SharedG=SUB", "OwnerG=SUB"]
   - accessKey: mallory
     secretKey: "mallorysecret"
@@ -279,6 +288,37 @@ def test_consume_directly_end_transaction_and_check_back_need_the_stored_topic(c
                 assert time.monotonic() < deadline, "the owner was never asked about its half message"
                 await asyncio.sleep(0.1)
             assert b"half secret" in checks["owner"][0] and checks["eve"] == []
+
+    run(go())
+
+
+def test_a_reply_goes_only_to_a_requester_that_may_read_the_reply_topic(cluster):
+    """A client id is whatever a heartbeat claims: mallory claiming the requester's id gets no reply."""
+    addr = cluster.addr
+
+    async def go():
+        pushed: dict[str, list[bytes]] = {"mallory": [], "owner": []}
+        async with client("admin") as responder, client("owner") as owner, client("mallory") as mallory:
+            for name, c in (("mallory", mallory), ("owner", owner)):
+                c.register_processor(
+                    C.PUSH_REPLY_MESSAGE_TO_CLIENT,
+                    lambda ch, req, name=name: pushed[name].append(req.body_bytes) or req.response(OK),
+                )
+            hb = heartbeat_body("req@1", None, "REQPG", "Open")
+            assert (await mallory.invoke(addr, rq(C.HEART_BEAT, {}, hb))).code == OK
+            props = {"REPLY_TO_CLIENT": "req@1", "CORRELATION_ID": "corr-1", "MSG_TYPE": "reply"}
+            reply = rq(
+                C.SEND_REPLY_MESSAGE_V2, send_ext("DefaultCluster_REPLY_TOPIC", props, 0), b"the answer"
+            )
+            r = await responder.invoke(addr, reply)
+            assert r.code != OK and pushed["mallory"] == []
+            assert (await owner.invoke(addr, rq(C.HEART_BEAT, {}, hb))).code == OK
+            reply = rq(
+                C.SEND_REPLY_MESSAGE_V2, send_ext("DefaultCluster_REPLY_TOPIC", props, 0), b"the answer"
+            )
+            r = await responder.invoke(addr, reply)
+            assert r.code == OK, r.remark
+            assert pushed == {"mallory": [], "owner": [b"the answer"]}
 
     run(go())
 

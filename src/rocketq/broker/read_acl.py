@@ -128,13 +128,20 @@ class ReadGuard:
     def may_publish(self, channel: Channel | None, topic: str) -> bool:
         """Check-backs carry the half message's body: only to a producer whose account may send to its topic.
         channel.attrs[SUBJECT_ATTR] is set by the heartbeat that registered the producer."""
+        return self._channel_permits(channel, topic, PUB)
+
+    def may_read(self, channel: Channel | None, topic: str) -> bool:
+        """A message pushed to a client (a reply) is a read of its topic by the client's account."""
+        return self._channel_permits(channel, topic, SUB)
+
+    def _channel_permits(self, channel: Channel | None, topic: str, perm: int) -> bool:
         if self.hook is None:
             return True
         attrs = getattr(channel, "attrs", None) or {}
         if SUBJECT_ATTR not in attrs:
             return False
         subject = attrs[SUBJECT_ATTR]
-        return subject is None or permits(subject, topic, PUB)
+        return subject is None or permits(subject, topic, perm)
 
 
 __all__ = ["PUB", "SUB", "ReadGuard", "carries_other_topics", "message_resources"]
