@@ -63,6 +63,9 @@ _KEYS: dict[str, tuple[type, Any]] = {
     "maxHashSlotNum": (int, 5_000_000),
     "maxIndexNum": (int, 20_000_000),
     "messageIndexEnable": (bool, True),
+    "checkCRCOnRecover": (bool, True),
+    # rocketq: never serve a record whose body fails its CRC (store/integrity.py)
+    "checkCRCOnRead": (bool, True),
     "commitLogWarmAheadEnable": (bool, True),  # rocketq: SYNC_FLUSH zeros ahead of the writer (store/warm.py)
     # rocketq: ASYNC_FLUSH page-cache zeros ahead of the writer too (store/warm.py; off: measured no gain)
     "commitLogWarmAheadAsyncEnable": (bool, False),

@@ -73,6 +73,8 @@ def store_config_of(cfg: BrokerConfig):
         max_hash_slot_num=cfg["maxHashSlotNum"],
         max_index_num=cfg["maxIndexNum"],
         message_index_enable=cfg["messageIndexEnable"],
+        check_crc_on_recover=cfg["checkCRCOnRecover"],
+        check_crc_on_read=cfg["checkCRCOnRead"],
         warm_ahead_enable=cfg["commitLogWarmAheadEnable"],
         warm_ahead_async_enable=cfg["commitLogWarmAheadAsyncEnable"],
         warm_ahead_bytes=cfg["commitLogWarmAheadBytes"],
