@@ -59,6 +59,7 @@ _KEYS: dict[str, tuple[type, Any]] = {
     "diskSpaceWarningLevelRatio": (int, 90),
     "diskSpaceCleanForciblyRatio": (int, 85),
     "cleanFileForciblyEnable": (bool, True),
+    "cleanResourceInterval": (int, 10_000),
     "maxMessageSize": (int, 4 * 1024 * 1024),
     "maxHashSlotNum": (int, 5_000_000),
     "maxIndexNum": (int, 20_000_000),
@@ -83,6 +84,8 @@ _KEYS: dict[str, tuple[type, Any]] = {
     # topics / groups
     "autoCreateTopicEnable": (bool, False),
     "autoCreateSubscriptionGroup": (bool, True),
+    # rocketq: no more auto-created groups once this many exist (admin-created ones are not limited)
+    "autoCreateSubscriptionGroupLimit": (int, 10_000),
     "defaultTopicQueueNums": (int, 8),
     "clusterTopicEnable": (bool, True),
     "brokerTopicEnable": (bool, True),
@@ -126,6 +129,8 @@ _RANGES: dict[str, tuple[int, int, str]] = {
     "diskSpaceWarningLevelRatio": (1, 100, "a percentage"),
     "diskSpaceCleanForciblyRatio": (1, 100, "a percentage"),
     "fileReservedTime": (0, 100 * 365 * 24, "hours"),
+    "cleanResourceInterval": (100, 3_600_000, "ms between retention and disk checks"),
+    "autoCreateSubscriptionGroupLimit": (0, 10_000_000, "a count of groups"),
 }
 # RocketMQ's PermName: 4 read, 2 write, 1 inherit (valid 0..7); a broker that can do neither answers nothing
 _PERM_READ_WRITE = 6

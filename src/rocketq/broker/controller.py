@@ -70,6 +70,7 @@ def store_config_of(cfg: BrokerConfig):
         disk_space_warning_level_ratio=cfg["diskSpaceWarningLevelRatio"],
         disk_space_clean_forcibly_ratio=cfg["diskSpaceCleanForciblyRatio"],
         clean_file_forcibly_enable=cfg["cleanFileForciblyEnable"],
+        clean_resource_interval=cfg["cleanResourceInterval"],
         max_hash_slot_num=cfg["maxHashSlotNum"],
         max_index_num=cfg["maxIndexNum"],
         message_index_enable=cfg["messageIndexEnable"],
@@ -179,6 +180,9 @@ class BrokerController:
             # one pwrite (and under SYNC_FLUSH one group-commit wake-up) per run of pipelined sends
             self.server.set_burst_hooks(self.store.hold_flush_wakeups, self.store.release_flush_wakeups)
         await self.loop.run_in_executor(None, self.store.start)
+        from .forced_clean import watch as watch_forced_clean
+
+        watch_forced_clean(self)  # a forced clean at 85 % disk is logged and counted per consumer group
 
         pull_proc = pull.PullProcessor(self)
         self.hold = PullRequestHoldService(pull_proc.repull, self.store.get_max_offset_in_queue)

@@ -36,6 +36,7 @@ class StoreConfig:
     disk_space_warning_level_ratio: int = 90  # % used: above it the store refuses writes
     disk_space_clean_forcibly_ratio: int = 85  # % used: above it unexpired CommitLog files are deleted too
     clean_file_forcibly_enable: bool = True
+    clean_resource_interval: int = 10_000  # ms between retention and disk checks
     max_hash_slot_num: int = 5_000_000
     max_index_num: int = 20_000_000
     message_index_enable: bool = True

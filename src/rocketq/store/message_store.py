@@ -1088,6 +1088,11 @@ class MessageStore:
             "recoveredAbnormally": str(self.recovered_abnormally).lower(),
             **self.integrity.table(),
         }
+        if self.clean is not None:  # segments deleted before they expired: acknowledged messages gone
+            st = self.clean.stats
+            info["forcedCleanPasses"] = str(st.forced_passes)
+            info["forcedCleanSegments"] = str(st.forced_segments_deleted)
+            info["forcedCleanMessages"] = str(st.forced_messages_deleted)
         try:
             du = shutil.disk_usage(self.config.commitlog_dir if os.path.isdir(self.config.commitlog_dir)
                                    else self.config.store_path_root_dir)  # fmt: skip
