@@ -149,6 +149,7 @@ def decode_records(
     i16 = _I16.unpack_from
     new = object.__new__
     append = out.append
+    small_crc, big_crc = zlib.crc32, _crc32  # zlib's call is cheaper below ~512 bytes, isal's above
     view: memoryview | None = None
     while n - pos >= _FIXED_SIZE:
         size, magic, crc, queue_offset, sysflag, body_len = unpack(data, pos)
@@ -185,7 +186,7 @@ def decode_records(
             except UnicodeDecodeError:
                 break
         body = data[p:q]
-        if check_crc and ((zlib.crc32 if body_len < 512 else _crc32)(body) & 0x7FFFFFFF) != crc:
+        if check_crc and ((small_crc if body_len < 512 else big_crc)(body) & 0x7FFFFFFF) != crc:
             if on_corrupt is not None:
                 on_corrupt(queue_offset, _I64.unpack_from(data, pos + 28)[0])
             pos = end
