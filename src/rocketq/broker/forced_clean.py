@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from .offset_manager import SEP
 
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from .context import BrokerContext
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def unconsumed_per_group(
     return out
 
 
-def watch(ctl: BrokerController) -> None:
+def watch(ctl: BrokerContext) -> None:
     """Have the store's clean service report forced cleans to the broker (from its thread to the loop)."""
     clean = getattr(ctl.store, "clean", None)
     if clean is None:
@@ -55,7 +55,7 @@ def watch(ctl: BrokerController) -> None:
     clean.on_forced_clean = on_forced_clean
 
 
-def report(ctl: BrokerController, paths: list[str], lost: dict[tuple[str, int], tuple[int, int]]) -> None:
+def report(ctl: BrokerContext, paths: list[str], lost: dict[tuple[str, int], tuple[int, int]]) -> None:
     per_group = unconsumed_per_group(ctl.offsets.table, lost)
     total = sum(sum(t.values()) for t in per_group.values())
     ctl.stats.forced_clean_unconsumed += total

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from rocketq.filter.sql92 import SqlError
 from rocketq.protocol import lenient_json
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import ProtocolError, RemotingCommand
@@ -15,12 +16,11 @@ from rocketq.remoting import Channel
 
 from ..client_manager import ClientChannelInfo
 from ..read_acl import SUBJECT_ATTR
-from ..sql92 import SqlError
 from ..subscription import SubscriptionData, sql_filter
 from ..validation import check_name
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..context import BrokerContext
 
 PERM_RW = 6
 
@@ -33,7 +33,7 @@ def parse_body(body: bytes) -> Any:
 
 
 class ClientProcessor:
-    def __init__(self, ctl: BrokerController) -> None:
+    def __init__(self, ctl: BrokerContext) -> None:
         self.ctl = ctl
 
     def register(self, server) -> None:
