@@ -31,22 +31,25 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def tree(root: Path) -> dict[str, tuple[int, int]]:
-    """path -> (size, mtime_ns) of every file under root, except what the running holder rewrites itself."""
+def tree(home: Path) -> dict[str, tuple[int, int]]:
+    """path -> (size, mtime_ns) of every file of the store and the NameServer's KV under home, except what
+    the running holder rewrites itself (logs are shared and left out)."""
     out = {}
-    for dirpath, _, names in os.walk(root):
+    for dirpath, _, names in [*os.walk(home / "store"), *os.walk(home / "namesrv")]:
         for n in names:
             p = Path(dirpath) / n
             if n in ("checkpoint", "consumerOffset.json") or n.endswith(".bak"):
                 continue
             st = p.stat()
-            out[str(p.relative_to(root))] = (st.st_size, st.st_mtime_ns)
+            out[str(p.relative_to(home))] = (st.st_size, st.st_mtime_ns)
     return out
 
 
-async def send_all(addr: str, topic: str, n: int, tag: str) -> list[bytes]:
+async def send_all(addr: str, topic: str, n: int, tag: str, create: bool = False) -> list[bytes]:
     bodies = [f"{tag}-{i}".encode() for i in range(n)]
     async with RemotingClient() as c:
+        if create:
+            assert (await create_topic(c, addr, topic, queues=1)).code == ResponseCode.SUCCESS
         for b in bodies:
             resp = await send(c, addr, topic, b, queue_id=0)
             assert resp.code == ResponseCode.SUCCESS, resp.remark
@@ -71,13 +74,7 @@ def test_second_standalone_on_a_home_refuses_and_the_first_keeps_its_acked_messa
     first = start_standalone(home)
     try:
         topic = "LockedTopic"
-
-        async def prepare() -> list[bytes]:
-            async with RemotingClient() as c:
-                assert (await create_topic(c, first.broker, topic, queues=1)).code == ResponseCode.SUCCESS
-            return await send_all(first.broker, topic, 20, "before")
-
-        acked = asyncio.run(prepare())
+        acked = asyncio.run(send_all(first.broker, topic, 20, "before", create=True))
         assert (home / "store" / "abort").exists()  # the first one is running
         before = tree(home)
 
@@ -105,13 +102,7 @@ def test_second_broker_and_namesrv_refuse_and_a_killed_holder_leaves_no_stale_lo
     cluster = start_cluster(tmp_path)
     try:
         topic = "LockedTopic2"
-
-        async def prepare() -> list[bytes]:
-            async with RemotingClient() as c:
-                assert (await create_topic(c, cluster.addr, topic, queues=1)).code == ResponseCode.SUCCESS
-            return await send_all(cluster.addr, topic, 10, "m")
-
-        acked = asyncio.run(prepare())
+        acked = asyncio.run(send_all(cluster.addr, topic, 10, "m", create=True))
         ns_home = tmp_path / "ns"
         ns_second = run_cli("namesrv", "-p", str(free_port()), "--home", str(ns_home))
         assert ns_second.returncode != 0 and LOCK_FAILED in ns_second.stderr, ns_second.stderr
