@@ -19,6 +19,7 @@ SUITES: dict[str, tuple[str, str]] = {
     "store": ("store_bench.py", "the store alone: append, read and recovery against the disk's limits"),
     "remoting": ("remoting_bench.py", "remoting round trips against a bare asyncio echo server"),
     "spark": ("spark_bench.py", "the Spark connector: sink and source rows/s against Parquet"),
+    "read-crc": ("read_crc_bench.py", "what the body CRC check costs on the read path (broker, client)"),
     "pair": ("peer_pair.py", "profiling helper: one cell, rocketq and peers interleaved, CPU per message"),
 }
 
