@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from rocketq.remoting.limits import LIMIT_KEYS, LimitsError, ServerLimits
+
 from .javaprops import PropertiesError, parse_properties
 
 
@@ -103,6 +105,8 @@ _KEYS: dict[str, tuple[type, Any]] = {
     "transactionCheckMax": (int, 15),
     "transactionCheckInterval": (int, 60_000),
     "aclEnable": (bool, False),
+    # rocketq: what a peer can make the remoting server hold before any request runs (remoting/limits.py)
+    **{key: (typ, default) for key, (_, typ, default) in LIMIT_KEYS.items()},
     "useTLS": (bool, False),
     "sendMessageThreadPoolNums": (int, 1),
     "pullMessageThreadPoolNums": (int, 16),
@@ -219,6 +223,10 @@ class BrokerConfig:
             raise ConfigError(f"{where}: maxMessageSize must be in 1..67108864")
         if self["defaultTopicQueueNums"] <= 0:
             raise ConfigError(f"{where}: defaultTopicQueueNums must be > 0")
+        try:
+            ServerLimits.from_config(self.values.get)
+        except LimitsError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
         for key in ("brokerName", "brokerClusterName"):
             if not re.fullmatch(r"[%|a-zA-Z0-9_-]{1,127}", self[key]):
                 raise ConfigError(f"{where}: {key} {self[key]!r} has characters outside [%|a-zA-Z0-9_-]")

@@ -13,6 +13,7 @@ from typing import Any
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.remoting import Channel, RemotingClient, RemotingServer
+from rocketq.remoting.limits import ServerLimits
 
 from .client_manager import ClientManager
 from .config import BrokerConfig, ConfigError
@@ -119,7 +120,11 @@ class BrokerController:
         self.offsets = ConsumerOffsetManager(cfg)
         self.clients = ClientManager(cfg["channelExpiredTimeout"] / 1000.0)
         self.server = RemotingServer(
-            self.bind_host, cfg["listenPort"], idle_timeout_s=cfg["clientChannelMaxIdleTimeSeconds"]
+            self.bind_host,
+            cfg["listenPort"],
+            idle_timeout_s=cfg["clientChannelMaxIdleTimeSeconds"],
+            limits=ServerLimits.from_config(cfg.values.get),
+            name="broker",
         )
         self.client = RemotingClient()
         self.namesrv = NamesrvApi(cfg, self.client)

@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rocketq.remoting.limits import LIMIT_KEYS, ServerLimits
+
 
 def default_home() -> str:
     return str(Path.home() / ".rocketq")
@@ -23,6 +25,11 @@ class NamesrvConfig:
     # RocketMQ defaults this to false; we answer orderTopicConf whenever the ORDER_TOPIC_CONFIG KV
     # namespace has the topic (an operator who puts it there wants it used).
     order_message_enable: bool = True
+    # remoting limits (serverFrameMaxLength, serverMaxBufferedBytes, ...: remoting/limits.py), as given
+    limit_props: dict[str, str] = field(default_factory=dict)
+
+    def server_limits(self) -> ServerLimits:
+        return ServerLimits.from_config(self.limit_props.get)
 
     @property
     def kv_path(self) -> str:
@@ -60,6 +67,11 @@ class NamesrvConfig:
             self.server_channel_max_idle_s = float(props["serverChannelMaxIdleTimeSeconds"])
         if "orderMessageEnable" in props:
             self.order_message_enable = props["orderMessageEnable"].strip().lower() == "true"
+        for key in LIMIT_KEYS:
+            if key in props:
+                self.limit_props[key] = props[key].strip()
+        if self.limit_props:
+            self.server_limits()  # refuse a bad value at startup (LimitsError is a ValueError)
 
     def to_properties(self) -> str:
         items = {
@@ -72,6 +84,8 @@ class NamesrvConfig:
             "scanNotActiveBrokerInterval": str(int(self.scan_not_active_broker_interval_s * 1000)),
             "serverChannelMaxIdleTimeSeconds": f"{self.server_channel_max_idle_s:g}",
         }
+        limits = self.server_limits()
+        items.update({key: str(getattr(limits, attr)) for key, (attr, _, _) in LIMIT_KEYS.items()})
         return "".join(f"{k}={v}\n" for k, v in items.items())
 
 

@@ -26,6 +26,8 @@ class NamesrvController:
             self.config.bind_address,
             self.config.listen_port,
             idle_timeout_s=self.config.server_channel_max_idle_s,
+            limits=self.config.server_limits(),
+            name="namesrv",
         )
         self.processor = NamesrvProcessor(self.routes, self.kv, self.config)
         self.processor.register(self.server)
