@@ -12,6 +12,7 @@ from rocketq.broker.config import ConfigError, load_config
 from rocketq.broker.controller import BrokerController
 from rocketq.broker.main import boot_line, stop_on_signals
 from rocketq.remoting import run
+from rocketq.remoting.limits import LIMIT_KEYS
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -34,6 +35,12 @@ async def serve(a: argparse.Namespace, home: str) -> None:
     ns_cfg.listen_port = a.namesrv_port
     ns_cfg.bind_address = bind
     ns_cfg.home = home
+    pre = load_config(a.config, {"namesrvAddr": "127.0.0.1:0"})  # the broker's config, read again below
+    if pre["aclEnable"] and pre["innerClientAuthenticationCredentials"]:
+        # ACL on: the NameServer authenticates route changes with the broker's credentials
+        ns_cfg.authentication_enabled = True
+        ns_cfg.inner_client_authentication_credentials = pre["innerClientAuthenticationCredentials"]
+    ns_cfg.limit_props = {k: str(pre[k]) for k in LIMIT_KEYS if k in pre.explicit}
     namesrv = NamesrvController(ns_cfg)
     await namesrv.start()
     print(BOOT_LINE, flush=True)

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from rocketq.remoting.acl_signature import Credentials
 from rocketq.remoting.limits import LIMIT_KEYS, LimitsError, ServerLimits
 
 from .javaprops import PropertiesError, parse_properties
@@ -105,6 +106,10 @@ _KEYS: dict[str, tuple[type, Any]] = {
     "transactionCheckMax": (int, 15),
     "transactionCheckInterval": (int, 60_000),
     "aclEnable": (bool, False),
+    # RocketMQ 5: {"accessKey": .., "secretKey": ..} the broker signs its NameServer requests with
+    "innerClientAuthenticationCredentials": (str, ""),
+    # rocketq: with aclEnable, a signed admin request seen again within this many seconds is refused (0: off)
+    "authReplayWindowSeconds": (int, 120),
     # rocketq: what a peer can make the remoting server hold before any request runs (remoting/limits.py)
     **{key: (typ, default) for key, (_, typ, default) in LIMIT_KEYS.items()},
     "useTLS": (bool, False),
@@ -223,6 +228,12 @@ class BrokerConfig:
             raise ConfigError(f"{where}: maxMessageSize must be in 1..67108864")
         if self["defaultTopicQueueNums"] <= 0:
             raise ConfigError(f"{where}: defaultTopicQueueNums must be > 0")
+        if self["authReplayWindowSeconds"] < 0:
+            raise ConfigError(f"{where}: authReplayWindowSeconds must be >= 0")
+        try:
+            Credentials.parse(self["innerClientAuthenticationCredentials"])
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
         try:
             ServerLimits.from_config(self.values.get)
         except LimitsError as exc:

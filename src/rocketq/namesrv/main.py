@@ -11,7 +11,7 @@ import sys
 from rocketq.remoting import run
 
 from .config import NamesrvConfig, read_properties
-from .controller import BOOT_LINE, NamesrvController
+from .controller import BOOT_LINE, NamesrvController, auth_hook_of
 
 
 def parse_args(argv: list[str]) -> NamesrvConfig:
@@ -41,6 +41,7 @@ def parse_args(argv: list[str]) -> NamesrvConfig:
         cfg.scan_not_active_broker_interval_s = a.scan_interval_s
     if a.idle_timeout_s:
         cfg.server_channel_max_idle_s = a.idle_timeout_s
+    auth_hook_of(cfg)  # bad credentials stop the NameServer here, with the key's name
     logging.basicConfig(level=a.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     return cfg
 

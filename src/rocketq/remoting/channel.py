@@ -476,9 +476,9 @@ class Channel(asyncio.Protocol):
         task.add_done_callback(self._tasks.discard)
 
     def _reply_error(self, request: RemotingCommand, exc: BaseException) -> None:
-        # Bad input (ValueError, incl. ProtocolError) is the peer's problem: keep it out of the log
-        # unless debugging; anything else is our bug.
-        level = logging.DEBUG if isinstance(exc, ValueError) else logging.WARNING
+        # Bad input (ValueError, incl. ProtocolError) and refused requests (PermissionError: ACL) are the
+        # peer's problem: keep them out of the log unless debugging; anything else is our bug.
+        level = logging.DEBUG if isinstance(exc, ValueError | PermissionError) else logging.WARNING
         log.log(level, "processor for code %s failed on %s: %r", request.code, self.remote_addr, exc)
         if not request.flag & FLAG_ONEWAY:
             text = str(exc) or type(exc).__name__
