@@ -249,7 +249,7 @@ class AclHook(RPCHook):
         ):
             raise AclError(f"[ACL] check signature failed for accessKey={ak}")
         if self.replay is not None and request.code in BROKER_STATE_CHANGING:
-            reason = self.replay.check(given, ext)
+            reason = self.replay.check(given, ext, request.code)
             if reason is not None:
                 raise AclError(f"[ACL] replayed request refused: {reason}")
         if request.code in ADMIN_CODES:

@@ -51,6 +51,15 @@ READ_ONLY_CODES = frozenset(
 )
 # Sent again unchanged every 30 s by every broker: only a stamped one (rocketq brokers) is replay-checked
 PERIODIC_CODES = frozenset({C.REGISTER_BROKER, C.QUERY_DATA_VERSION})
+# Fields (or a body) an Apache client never sends with this code, but a request of another code with the same
+# signature carries: the signature does not cover the code, so a captured REGISTER_BROKER or
+# QUERY_DATA_VERSION would otherwise pass as UNREGISTER_BROKER, a signed route read as DELETE_TOPIC_IN_NAMESRV
+_FOREIGN_FIELDS = {
+    C.UNREGISTER_BROKER: frozenset({"haServerAddr", "compressed", "bodyCrc32", "enableActingMaster"}),
+    C.DELETE_TOPIC_IN_NAMESRV: frozenset({"acceptStandardJsonOnly"}),
+}
+_NO_BODY = frozenset({C.UNREGISTER_BROKER, C.WIPE_WRITE_PERM_OF_BROKER, C.ADD_WRITE_PERM_OF_BROKER,
+                      C.DELETE_TOPIC_IN_NAMESRV, C.PUT_KV_CONFIG, C.DELETE_KV_CONFIG})  # fmt: skip
 # Header fields that say what a change is about
 _SUBJECT_FIELDS = ("brokerName", "brokerAddr", "clusterName", "brokerId", "topic", "namespace", "key")
 _FIRST_SEEN_MAX = 10_000
@@ -125,9 +134,12 @@ class NamesrvAuthHook(RPCHook):
 
     def do_before_request(self, remote_addr: str, request: RemotingCommand) -> None:
         code = request.code
-        if not self.enabled or code in READ_ONLY_CODES or code in self.whitelist:
+        if not self.enabled:
             return
         ext = request.ext_fields
+        if code in READ_ONLY_CODES or code in self.whitelist:
+            self._remember_read(code, ext, request)
+            return
         try:
             self._authenticate(code, ext, request)
         except AuthenticationError as exc:
@@ -150,10 +162,29 @@ class NamesrvAuthHook(RPCHook):
         signature = verify(ext, request.body_bytes, secret)
         if signature is None:
             raise AuthenticationError(f"[AUTH] signature check failed for AccessKey {ak[:64]!r}")
-        if self.replay is not None and (code not in PERIODIC_CODES or SIGNED_AT in ext):
-            reason = self.replay.check(signature, ext)
+        foreign = _FOREIGN_FIELDS.get(code, frozenset()).intersection(ext)
+        if foreign or (code in _NO_BODY and request.body):
+            what = f"fields {', '.join(sorted(foreign))}" if foreign else "a body"
+            raise AuthenticationError(
+                f"[AUTH] replayed request refused: {_code_name(code)} does not carry {what} (a signed "
+                "request of another code?)"
+            )
+        if self.replay is not None:
+            periodic = code in PERIODIC_CODES and SIGNED_AT not in ext
+            reason = self.replay.check(signature, ext, code, refuse_seen=not periodic)
             if reason is not None:
                 raise AuthenticationError(f"[AUTH] replayed request refused: {reason}")
+
+    def _remember_read(self, code: int, ext: dict[str, str], request: RemotingCommand) -> None:
+        """A read signed by one of our credentials (Apache's mqadmin signs everything): its signature is
+        remembered, so that it cannot be sent again as a state-changing request with the same fields."""
+        ak = ext.get(ACCESS_KEY)
+        secret = self.secrets.get(ak) if ak else None
+        if secret is None or self.replay is None:
+            return
+        signature = verify(ext, request.body_bytes, secret)
+        if signature is not None:
+            self.replay.check(signature, ext, code, refuse_seen=False)
 
     def do_after_response(
         self, remote_addr: str, request: RemotingCommand, response: RemotingCommand | None

@@ -10,11 +10,11 @@ What the scheme leaves open (docs/security.md, "Replay"): no timestamp or nonce,
 sent again; the request code is not signed, so a request can be re-sent under another code with the same
 header fields (ADD_WRITE_PERM_OF_BROKER ↔ WIPE_WRITE_PERM_OF_BROKER); values are concatenated without
 separators, so characters can move between adjacent fields (or an empty field be added) under the same
-signature. All of these keep the signature, so :class:`ReplayGuard`, keyed on the signature, refuses each of
-them for as long as it remembers the original. rocketq's own signers add ``rqSignedAt`` (ms since the epoch,
-signed like any field) to state-changing requests; a server refuses a stamped request older than the window,
-which closes replay for good for them. Apache signers do not stamp: for their requests the guard is the
-window.
+signature. All of these keep the signature, so :class:`ReplayGuard`, keyed on the signature alone, refuses
+each of them for as long as it remembers the original. rocketq's own signers add ``rqSignedAt`` (ms since
+the epoch) and ``rqSignedCode`` (the request code), signed like any field, to state-changing requests; a
+server refuses a stamped request older than the window or sent under another code, which closes replay and
+code substitution for good for them. Apache signers do not stamp: for their requests the guard is the window.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ SIGNATURE = "Signature"
 SECURITY_TOKEN = "SecurityToken"
 UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
 SIGNED_AT = "rqSignedAt"  # rocketq: when a state-changing request was signed (ms since the epoch)
+SIGNED_CODE = "rqSignedCode"  # rocketq: the request code it was signed for (the scheme does not sign it)
 
 _C = RequestCode
 # Requests that change a broker's or a NameServer's state: a server refuses replays of them, rocketq's
@@ -154,6 +155,7 @@ class SigningHook(RPCHook):
             ext[SECURITY_TOKEN] = self.security_token
         if request.code in self.stamp_codes:
             ext[SIGNED_AT] = str(int(self.clock() * 1000))
+            ext[SIGNED_CODE] = str(request.code)
         ext.pop(SIGNATURE, None)
         ext[SIGNATURE] = cal_signature(request_content(ext, request.body_bytes), self.secret_key)
 
@@ -174,9 +176,16 @@ class ReplayGuard:
         self.evicted = 0
         self._warned_at = -1e18
 
-    def check(self, signature: str, ext: Mapping[str, str]) -> str | None:
-        """None (accepted and remembered) or why the request is refused."""
+    def check(
+        self, signature: str, ext: Mapping[str, str], code: int, *, refuse_seen: bool = True
+    ) -> str | None:
+        """None (accepted and remembered) or why the request is refused. refuse_seen=False: remember the
+        signature (so that it cannot be reused for a state-changing request) without refusing a repeat (reads,
+        and the registrations Apache brokers repeat unchanged)."""
         now = self.clock()
+        signed_code = ext.get(SIGNED_CODE)
+        if signed_code is not None and signed_code != str(code):
+            return f"signed for request code {signed_code[:12]}, sent as {code}"
         stamp = ext.get(SIGNED_AT)
         if stamp is not None:
             try:
@@ -197,6 +206,8 @@ class ReplayGuard:
             seen.popitem(last=False)
         first = seen.get(signature)
         if first is not None:
+            if not refuse_seen:
+                return None
             return (
                 f"an identical signed request was accepted {now - first:.0f} s ago: replays are refused "
                 f"for {2 * self.window_s:g} s"
