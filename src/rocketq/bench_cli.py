@@ -7,8 +7,12 @@ import os
 import sys
 
 USAGE = (
-    "usage: rocketq bench peers [--smoke] [--reps N] [--out docs/benchmarks.md] [--json FILE] (see --help)"
+    "usage: rocketq bench peers [--smoke] [--reps N] [--out docs/benchmarks.md] [--json FILE] (see --help)\n"
+    "       rocketq bench fuzz [--seconds 60] [--targets A,B] [--smoke]   (coverage-guided, atheris)\n"
+    "       rocketq bench guard [--conns 100] [--held-mib 15] [--smoke]   (memory/connection attacks)"
 )
+# benchmarks that are one script under bench/ with a main(argv)
+_SCRIPTS = {"fuzz": "bench.fuzz_bench", "guard": "bench.remoting_guard_bench"}
 
 
 def _repo_root() -> str | None:
@@ -23,15 +27,19 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(USAGE)
         return 0 if argv else 2
-    if argv[0] != "peers":
+    if argv[0] not in ("peers", *_SCRIPTS):
         print(f"rocketq bench: unknown benchmark {argv[0]!r}\n{USAGE}", file=sys.stderr)
         return 2
     root = _repo_root()
     if root is None:
-        print("rocketq bench peers: needs a source checkout (bench/peers/ not found)", file=sys.stderr)
+        print(f"rocketq bench {argv[0]}: needs a source checkout (bench/ not found)", file=sys.stderr)
         return 2
     if root not in sys.path:
         sys.path.insert(0, root)
+    if argv[0] in _SCRIPTS:
+        import importlib
+
+        return importlib.import_module(_SCRIPTS[argv[0]]).main(argv[1:])
     from bench.peers.harness import main as peers_main
 
     return peers_main(argv[1:])
