@@ -261,6 +261,14 @@ def test_config_read_hides_the_secrets(env: dict) -> None:
     assert INNER["secretKey"] not in text and ADMIN["password"] not in text
 
 
+def test_broker_config_read_hides_the_secret(env: dict) -> None:
+    hook = AclClientRPCHook(ADMIN["username"], ADMIN["password"])
+    r = run(invoke(env["broker"].addr, C.GET_BROKER_CONFIG, {}, hook=hook))
+    assert r.code == ResponseCode.SUCCESS
+    text = r.body_bytes.decode()
+    assert "innerClientAuthenticationCredentials=******" in text and INNER["secretKey"] not in text
+
+
 def test_mqadmin_signs_with_tools_yml(env: dict, tmp_path: Path) -> None:
     ns = env["ns"]
     args = [sys.executable, "-m", "rocketq.cli", "admin", "updateKvConfig", "-n", ns.addr]

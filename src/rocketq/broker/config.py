@@ -119,6 +119,9 @@ _KEYS: dict[str, tuple[type, Any]] = {
     "osPageCacheBusyTimeOutMills": (int, 1000),
 }
 
+# keys whose values are secrets: never returned by GET_BROKER_CONFIG
+SECRET_KEYS = frozenset({"innerClientAuthenticationCredentials"})
+
 _VALID_FLUSH = ("ASYNC_FLUSH", "SYNC_FLUSH")
 _VALID_ROLE = ("ASYNC_MASTER", "SYNC_MASTER", "SLAVE")
 _DELAY_UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}

@@ -32,7 +32,7 @@ from rocketq.remoting import Channel
 
 from .. import persist
 from ..conf_file import persist_changes
-from ..config import ConfigError
+from ..config import SECRET_KEYS, ConfigError
 from ..javaprops import PropertiesError, parse_properties
 from ..subscription_manager import parse_group_config
 from ..validation import check_name, check_topic
@@ -271,6 +271,8 @@ class AdminProcessor:
     def broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         lines = []
         for k, v in self.ctl.cfg.values.items():
+            if k in SECRET_KEYS and v:  # set or not, never the value (CVE-2024-23321)
+                v = "******"
             lines.append(f"{k}={str(v).lower() if isinstance(v, bool) else v}")
         version = orjson.dumps(self.config_version.to_obj()).decode()
         return request.response(ResponseCode.SUCCESS, None, {"version": version}, "\n".join(lines).encode())
