@@ -32,14 +32,14 @@ from rocketq.remoting import Channel
 
 from .. import persist
 from ..conf_file import persist_changes
-from ..config import SECRET_KEYS, ConfigError
+from ..config import ConfigError
 from ..javaprops import PropertiesError, parse_properties
 from ..subscription_manager import parse_group_config
 from ..validation import check_name, check_topic
 from .client import parse_body
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..context import BrokerContext
 
 log = logging.getLogger(__name__)
 FrozenKey = lenient_json.FrozenKey
@@ -53,7 +53,7 @@ def mq_key(topic: str, broker_name: str, queue_id: int) -> FrozenKey:
 
 
 class AdminProcessor:
-    def __init__(self, ctl: BrokerController) -> None:
+    def __init__(self, ctl: BrokerContext) -> None:
         self.ctl = ctl
         self.broker_name = ctl.cfg["brokerName"]
         # group -> (topic, broker, qid) -> (client_id, last_update)
@@ -269,11 +269,7 @@ class AdminProcessor:
         return request.response(ResponseCode.SUCCESS, None, None, orjson.dumps({"table": table}))
 
     def broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        lines = []
-        for k, v in self.ctl.cfg.values.items():
-            if k in SECRET_KEYS and v:  # set or not, never the value (CVE-2024-23321)
-                v = "******"
-            lines.append(f"{k}={str(v).lower() if isinstance(v, bool) else v}")
+        lines = self.ctl.cfg.listing()
         version = orjson.dumps(self.config_version.to_obj()).decode()
         return request.response(ResponseCode.SUCCESS, None, {"version": version}, "\n".join(lines).encode())
 

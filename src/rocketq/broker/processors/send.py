@@ -49,7 +49,7 @@ from ..validation import check_send_topic
 from .send_limits import illegal_message_reason
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..context import BrokerContext
 
 PERM_RW = 6
 
@@ -220,7 +220,7 @@ def send_ok_response(
 
 
 class SendProcessor:
-    def __init__(self, ctl: BrokerController) -> None:
+    def __init__(self, ctl: BrokerContext) -> None:
         self.ctl = ctl
         self.cluster = ctl.cfg["brokerClusterName"]
         self._cluster_pair = f"{PROPERTY_CLUSTER}\x01{self.cluster}"
