@@ -352,7 +352,7 @@ def test_open_namesrv_keeps_rocketmq_behaviour_and_logs_who_changed_what(env: di
     deadline = time.monotonic() + 10
     while "ADD_WRITE_PERM_OF_BROKER" not in log_file.read_text() and time.monotonic() < deadline:
         time.sleep(0.1)
-    audit = [ln for ln in log_file.read_text().splitlines() if "rocketq.audit" in ln]
+    audit = [ln for ln in log_file.read_text().splitlines() if "rocketq.namesrv.audit" in ln]
     wipe = [ln for ln in audit if "WIPE_WRITE_PERM_OF_BROKER" in ln]
     assert wipe and "brokerName=broker-auth" in wipe[0] and "127.0.0.1:" in wipe[0], audit
     assert "unauthenticated" in wipe[0]

@@ -65,5 +65,5 @@ def test_apache_signer_against_rocketq_namesrv(tmp_path: Path) -> None:
     assert got["put_kv_bad_secret"][0] != ResponseCode.SUCCESS, got
     assert "signature check failed" in got["put_kv_bad_secret"][1], got
     audit = [ln for ln in (home / "logs" / "rocketmqlogs" / "namesrv.log").read_text().splitlines()
-             if "rocketq.audit" in ln]  # fmt: skip
+             if "rocketq.namesrv.audit" in ln]  # fmt: skip
     assert any("PUT_KV_CONFIG" in ln and "signed by ops" in ln for ln in audit), audit

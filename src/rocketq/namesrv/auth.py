@@ -10,7 +10,7 @@ again within the replay window (``authReplayWindowSeconds``).
 
 Auth on or off, every accepted change (unregistration, write-permission changes, topic deletion, KV writes,
 config updates, and a broker's first registration from an address) is logged at INFO by the
-``rocketq.audit`` logger: remote address, request, its subject, who signed it. At most ``burst`` lines per
+``rocketq.namesrv.audit`` logger: remote address, request, its subject, who signed it. At most ``burst`` lines per
 interval; the rest are counted into one summary line.
 """
 
@@ -32,7 +32,7 @@ from rocketq.remoting.acl_signature import (
     verify,
 )
 
-audit_log = logging.getLogger("rocketq.audit")
+audit_log = logging.getLogger("rocketq.namesrv.audit")
 
 C = RequestCode
 # Plain reads: open to anyone, as in RocketMQ (clients fetch routes unsigned)
