@@ -10,8 +10,8 @@ again within the replay window (``authReplayWindowSeconds``).
 
 Auth on or off, every accepted change (unregistration, write-permission changes, topic deletion, KV writes,
 config updates, and a broker's first registration from an address) is logged at INFO by the
-``rocketq.namesrv.audit`` logger: remote address, request, its subject, who signed it. At most ``burst`` lines per
-interval; the rest are counted into one summary line.
+``rocketq.namesrv.audit`` logger: remote address, request, its subject, who signed it. At most ``burst``
+lines per interval; the rest are counted into one summary line.
 """
 
 from __future__ import annotations
