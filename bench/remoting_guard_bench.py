@@ -133,7 +133,8 @@ class Result:
     sent_mib: float = 0.0  # what the attack connections got the server's socket to accept in total
     peak_rss_mib: float = 0.0
     growth_mib: float = 0.0
-    after_close_rss_mib: float = 0.0
+    after_close_rss_mib: float = 0.0  # 1 s after the attackers closed (a paused connection notices later)
+    later_rss_mib: float = 0.0  # after the dribble phase (past the frame deadline)
     probe_ms: float | None = None  # a normal request on a new connection while the attack holds
     probe_ok: bool = False
     dribble_conns: int = 0
@@ -285,6 +286,7 @@ async def run_target(kind: str, a: argparse.Namespace, home: str, conf: dict[str
         await half_frames(srv, res, conns, int(a.held_mib * MIB), a.hold_s)
         if a.dribble:
             await dribble(srv, res, a.dribble, a.dribble_s)
+        res.later_rss_mib = srv.rss()[0] / 1024
         if a.max_open:
             many_connections(srv, res, a.max_open)
         if srv.proc.poll() is not None:
@@ -296,9 +298,9 @@ async def run_target(kind: str, a: argparse.Namespace, home: str, conf: dict[str
 
 def table(results: list[Result]) -> str:
     rows = [
-        "| target | baseline RSS | half frames | accepted | peak RSS | growth | after close | probe "
+        "| target | baseline RSS | half frames | accepted | peak RSS | growth | after close | later | probe "
         "| dribblers closed (median open) | connections kept / refused |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         dribble = (
@@ -311,7 +313,8 @@ def table(results: list[Result]) -> str:
         rows.append(
             f"| {r.target} | {r.baseline_rss_mib:.0f} MiB | {r.conns} × {r.held_mib:g} MiB "
             f"| {r.sent_mib:.0f} MiB | {r.peak_rss_mib:.0f} MiB | {r.growth_mib:+.0f} MiB "
-            f"| {r.after_close_rss_mib:.0f} MiB | {probe} | {dribble} | {r.open_conns} / {r.refused_conns} |"
+            f"| {r.after_close_rss_mib:.0f} MiB | {r.later_rss_mib:.0f} MiB | {probe} | {dribble} "
+            f"| {r.open_conns} / {r.refused_conns} |"
         )
     return "\n".join(rows)
 
