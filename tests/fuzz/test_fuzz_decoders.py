@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.fuzz.targets import TARGETS, run_one
+from tests.fuzz.targets import REGRESSIONS, TARGETS, run_one
 
 EXAMPLES = int(os.environ.get("ROCKETQ_FUZZ_EXAMPLES", "150"))  # per target; CI's budget is the default
 
@@ -57,3 +57,10 @@ def test_decoder_refuses_cleanly(name: str) -> None:
 
 def test_every_target_has_a_valid_seed() -> None:
     assert all(t.seeds for t in TARGETS.values()), [n for n, t in TARGETS.items() if not t.seeds]
+
+
+@pytest.mark.parametrize(
+    ("name", "data"), REGRESSIONS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(REGRESSIONS)]
+)
+def test_past_findings_stay_fixed(name: str, data: bytes) -> None:
+    run_one(TARGETS[name], data)
