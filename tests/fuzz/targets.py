@@ -134,8 +134,26 @@ def fuzz_headers(data: bytes) -> None:
         obj = orjson.loads(data[1:])
     except orjson.JSONDecodeError:
         obj = dict(p.partition("=")[::2] for p in _text(data[1:]).split("&"))
-    if isinstance(obj, dict):
-        cls.from_ext({str(k): v if isinstance(v, str) else json.dumps(v) for k, v in obj.items()})
+    if not isinstance(obj, dict):
+        return
+    ext = {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in obj.items()}
+    if data[0] & 0x80 and cls._fields:  # aim at the header's own keys
+        keys = [f.key for f in cls._fields]
+        ext = {keys[i % len(keys)]: v for i, v in enumerate(ext.values())}
+    # differential: the generated fast decoder and the reference one agree on what they accept and give
+    try:
+        fast = cls._fast_decode(ext)
+    except Exception:
+        fast = None
+    try:
+        ref = headers._decode(cls, cls._fields, ext)
+    except ValueError:
+        ref = None
+    if fast is not None and ref is not None:
+        assert fast.to_ext() == ref.to_ext(), f"{cls.__name__}: fast and reference decoders differ on {ext}"
+    elif fast is not None:
+        raise AssertionError(f"{cls.__name__}: the fast decoder accepts what the reference refuses: {ext}")
+    cls.from_ext(ext)
 
 
 # -- JSON bodies ------------------------------------------------------------------------------------
