@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.helpers.procs import RocketqProcess, start_rocketq
+from tests.helpers.procs import start_namesrv_with_conf
 from tests.integration.broker_support import TEST_CONF, create_topic, run, start_broker
 
 from rocketq.client.acl import AclClientRPCHook
@@ -27,7 +27,6 @@ from rocketq.protocol.frame import RemotingCommand
 from rocketq.remoting import RemotingClient
 from rocketq.remoting.acl_signature import SIGNED_AT, STAMPED_CODES, SigningHook
 
-NAMESRV_BOOT = "The Name Server boot success"
 C = RequestCode
 INNER = {"accessKey": "broker-inner", "secretKey": "inner-secret-1"}
 ADMIN = {"username": "ops", "password": "ops-password-1"}
@@ -40,19 +39,10 @@ accounts:
 """
 
 
-def start_ns(home: Path, props: dict[str, str]) -> RocketqProcess:
-    home.mkdir(parents=True, exist_ok=True)
-    conf = home / "namesrv.conf"
-    conf.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    return start_rocketq(
-        ["namesrv", "-p", "{port}", "--home", str(home), "-c", str(conf)], boot_line=NAMESRV_BOOT
-    )
-
-
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     home = tmp_path_factory.mktemp("namesrv-auth")
-    ns = start_ns(
+    ns = start_namesrv_with_conf(
         home / "ns",
         {
             "authenticationEnabled": "true",
@@ -62,7 +52,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
             "kvConfigMaxEntries": str(KV_MAX_ENTRIES),
         },
     )
-    open_ns = start_ns(home / "ns-open", {})
+    open_ns = start_namesrv_with_conf(home / "ns-open", {})
     (home / "broker" / "conf").mkdir(parents=True)
     (home / "broker" / "conf" / "plain_acl.yml").write_text(ACL_YML)
     procs = [ns, open_ns]

@@ -18,14 +18,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.helpers.procs import RocketqProcess, start_rocketq
+from tests.helpers.procs import RocketqProcess, start_namesrv_with_conf, start_rocketq
 from tests.integration.broker_support import BROKER_BOOT, TEST_CONF, run, start_broker, write_conf
 
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import MAX_FRAME_SIZE, RemotingCommand
 from rocketq.remoting import RemotingClient
 
-NAMESRV_BOOT = "The Name Server boot success"
 MIB = 1024 * 1024
 TIGHT = {
     "serverFrameMaxLength": str(MIB),
@@ -45,19 +44,10 @@ def rss_mib(pid: int) -> float:
     raise AssertionError("no VmRSS")
 
 
-def start_tight_namesrv(home: Path) -> RocketqProcess:
-    home.mkdir(parents=True, exist_ok=True)
-    conf = home / "namesrv.conf"
-    conf.write_text("".join(f"{k}={v}\n" for k, v in TIGHT.items()))
-    return start_rocketq(
-        ["namesrv", "-p", "{port}", "--home", str(home), "-c", str(conf)], boot_line=NAMESRV_BOOT
-    )
-
-
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, RocketqProcess]]:
     home = tmp_path_factory.mktemp("remoting-limits")
-    ns = start_tight_namesrv(home / "ns")
+    ns = start_namesrv_with_conf(home / "ns", TIGHT)
     try:
         broker = start_broker(home / "broker", ns.addr, {**TEST_CONF, **TIGHT})
     except BaseException:
