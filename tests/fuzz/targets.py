@@ -16,6 +16,7 @@ import struct
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import orjson
 
@@ -23,6 +24,8 @@ from rocketq.broker import sql92
 from rocketq.protocol import bodies, headers, lenient_json, message_id, properties, record, route, tags
 from rocketq.protocol._jsonmodel import JsonModel
 from rocketq.protocol.frame import FrameDecoder, RemotingCommand, decode_frame
+from rocketq.store.dispatch import DispatchRequest, read_dispatch_request
+from rocketq.store.recovery import _first_bad_record
 
 Fuzzer = Callable[[bytes], None]
 
@@ -265,8 +268,6 @@ def _segment_record(phys: int = 0) -> bytes:
 @target("store.dispatch_request", seeds=[_segment_record() + _segment_record(len(_segment_record()))])
 def fuzz_dispatch_request(data: bytes) -> None:
     """What recovery and the dispatcher read from a CommitLog segment, record after record."""
-    from rocketq.store.dispatch import DispatchRequest, read_dispatch_request
-
     view = memoryview(data)
     pos = 0
     while pos < len(data):
@@ -279,10 +280,6 @@ def fuzz_dispatch_request(data: bytes) -> None:
 @target("store.recovery_check", seeds=[_segment_record() + _segment_record(len(_segment_record()))])
 def fuzz_recovery_check(data: bytes) -> None:
     """The clean-restart check of a segment's records (magic, size, position, CRC, topic)."""
-    from types import SimpleNamespace
-
-    from rocketq.store.recovery import _first_bad_record
-
     mf = SimpleNamespace(view=memoryview(data), file_from_offset=0)
     _first_bad_record(mf, len(data), True, lambda *a: True)
 
@@ -295,6 +292,15 @@ REGRESSIONS: list[tuple[str, bytes]] = [
         bytes.fromhex(
             "0000005fdaa320a7360000000100fcfcfcfcfcfcfcfcfcfcfcfcfcfcfcfcfcfcfcfcfcfcfcfcfcfcfcfc000000000000"
             "0000000000000000000800000000010000000500008700000000007f000000000000000000000000000000000000000000"
+        ),
+    ),
+    # the same in the store's own reader (recovery, dispatch): a corrupt segment would stop the broker's start
+    (
+        "store.dispatch_request",
+        bytes.fromhex(
+            "0000005bdaa320a73610a6860000000100000000000000000000000100000000000000000000ffffffffcbd43194"
+            "0000000000000000000568656c6c6f0154001e2600000000007fdaa33510a6860000007f00000100002800000009"
+            "000000f700007f000001000000a320da7f007f"
         ),
     ),
 ]
