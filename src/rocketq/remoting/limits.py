@@ -25,12 +25,24 @@ import resource
 import time
 from collections import Counter, deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from rocketq.protocol.frame import MAX_FRAME_SIZE
 
-if TYPE_CHECKING:
-    from .channel import Channel
+
+class Channel(Protocol):
+    """What the guard uses of a server connection (remoting.channel.Channel; not imported: no cycle)."""
+
+    remote_addr: str
+    _held: int
+    _read_block: int
+
+    def close_now(self) -> None: ...
+
+    def _block_reading(self, reason: int) -> None: ...
+
+    def _unblock_reading(self, reason: int) -> None: ...
+
 
 log = logging.getLogger("rocketq.remoting.guard")
 
