@@ -1,5 +1,8 @@
 """`rocketq bench peers [--smoke] [--reps 3] [--out docs/benchmarks.md]`: a thin wrapper that runs the
-side-by-side benchmark in the source tree's bench/peers (not shipped in the wheel)."""
+side-by-side benchmark in the source tree's bench/peers (not shipped in the wheel).
+`rocketq bench read-crc [--smoke] [--e2e]`: what the body CRC check costs on the read path
+(bench/read_crc_bench.py).
+`rocketq bench fuzz` / `rocketq bench guard`: decoder fuzzing and the remoting attacks (docs/security.md)."""
 
 from __future__ import annotations
 
@@ -8,11 +11,12 @@ import sys
 
 USAGE = (
     "usage: rocketq bench peers [--smoke] [--reps N] [--out docs/benchmarks.md] [--json FILE] (see --help)\n"
+    "       rocketq bench read-crc [--smoke] [--e2e] [--n N] [--runs R] [--sizes 128,1024,16384]\n"
     "       rocketq bench fuzz [--seconds 60] [--targets A,B] [--smoke]   (coverage-guided, atheris)\n"
     "       rocketq bench guard [--conns 100] [--held-mib 15] [--smoke]   (memory/connection attacks)"
 )
 # benchmarks that are one script under bench/ with a main(argv)
-_SCRIPTS = {"fuzz": "bench.fuzz_bench", "guard": "bench.remoting_guard_bench"}
+_SCRIPTS = {"read-crc": "bench.read_crc_bench", "fuzz": "bench.fuzz_bench", "guard": "bench.remoting_guard_bench"}
 
 
 def _repo_root() -> str | None:

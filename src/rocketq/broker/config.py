@@ -62,10 +62,14 @@ _KEYS: dict[str, tuple[type, Any]] = {
     "diskSpaceWarningLevelRatio": (int, 90),
     "diskSpaceCleanForciblyRatio": (int, 85),
     "cleanFileForciblyEnable": (bool, True),
+    "cleanResourceInterval": (int, 10_000),
     "maxMessageSize": (int, 4 * 1024 * 1024),
     "maxHashSlotNum": (int, 5_000_000),
     "maxIndexNum": (int, 20_000_000),
     "messageIndexEnable": (bool, True),
+    "checkCRCOnRecover": (bool, True),
+    # rocketq: never serve a record whose body fails its CRC (store/integrity.py)
+    "checkCRCOnRead": (bool, True),
     "commitLogWarmAheadEnable": (bool, True),  # rocketq: SYNC_FLUSH zeros ahead of the writer (store/warm.py)
     # rocketq: ASYNC_FLUSH page-cache zeros ahead of the writer too (store/warm.py; off: measured no gain)
     "commitLogWarmAheadAsyncEnable": (bool, False),
@@ -83,6 +87,8 @@ _KEYS: dict[str, tuple[type, Any]] = {
     # topics / groups
     "autoCreateTopicEnable": (bool, False),
     "autoCreateSubscriptionGroup": (bool, True),
+    # rocketq: no more auto-created groups once this many exist (admin-created ones are not limited)
+    "autoCreateSubscriptionGroupLimit": (int, 10_000),
     "defaultTopicQueueNums": (int, 8),
     "clusterTopicEnable": (bool, True),
     "brokerTopicEnable": (bool, True),
@@ -121,6 +127,26 @@ _KEYS: dict[str, tuple[type, Any]] = {
 
 # keys whose values are secrets: masked in listings (GET_BROKER_CONFIG, the startup log, -p)
 SECRET_KEYS = frozenset({"innerClientAuthenticationCredentials"})
+
+# Values that leave a broker unusable or unstable (every send refused, every SYNC_FLUSH send timing out,
+# healthy clients expired, consumers spinning): refused at load and by UPDATE_BROKER_CONFIG alike.
+# key -> (lowest, highest, what a value outside does)
+_RANGES: dict[str, tuple[int, int, str]] = {
+    "maxMessageSize": (1024, 64 * 1024 * 1024, "a smaller limit refuses nearly every message"),
+    "syncFlushTimeout": (100, 600_000, "too short a wait fails SYNC_FLUSH sends that did reach the disk"),
+    "channelExpiredTimeout": (5_000, 86_400_000, "too short expires clients between their heartbeats"),
+    "shortPollingTimeMills": (1, 60_000, "0 makes consumers without long polling pull in a busy loop"),
+    "defaultTopicQueueNums": (1, 1024, "a topic needs 1..1024 queues"),
+    "diskMaxUsedSpaceRatio": (1, 100, "a percentage"),
+    "diskSpaceWarningLevelRatio": (1, 100, "a percentage"),
+    "diskSpaceCleanForciblyRatio": (1, 100, "a percentage"),
+    "fileReservedTime": (0, 100 * 365 * 24, "hours"),
+    "cleanResourceInterval": (100, 3_600_000, "ms between retention and disk checks"),
+    "autoCreateSubscriptionGroupLimit": (0, 10_000_000, "a count of groups"),
+}
+# RocketMQ's PermName: 4 read, 2 write, 1 inherit (valid 0..7); a broker that can do neither answers nothing
+_PERM_READ_WRITE = 6
+_REGION_RE = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 
 # RocketMQ renamed these keys (4.x "maped" -> "mapped"): both spellings are read, the newer one wins when
 # non-zero; listings show each once, under the newer name, with the size in effect
@@ -249,10 +275,17 @@ class BrokerConfig:
             raise ConfigError(f"{where}: listenPort out of range")
         if self["brokerId"] < 0:
             raise ConfigError(f"{where}: brokerId must be >= 0")
-        if not 0 < self["maxMessageSize"] <= 64 * 1024 * 1024:
-            raise ConfigError(f"{where}: maxMessageSize must be in 1..67108864")
-        if self["defaultTopicQueueNums"] <= 0:
-            raise ConfigError(f"{where}: defaultTopicQueueNums must be > 0")
+        for key, (lo, hi, why) in _RANGES.items():
+            if not lo <= self[key] <= hi:
+                raise ConfigError(f"{where}: {key}={self[key]} is out of range {lo}..{hi} ({why})")
+        perm = self["brokerPermission"]
+        if not (0 <= perm <= 7 and perm & _PERM_READ_WRITE):
+            raise ConfigError(
+                f"{where}: brokerPermission={perm} would leave the broker neither readable nor writable; "
+                "use 6 (read and write), 4 (read only) or 2 (write only)"
+            )
+        if not _REGION_RE.fullmatch(self["region"]):
+            raise ConfigError(f"{where}: region must be 1..128 characters of [A-Za-z0-9_.:-]")
         if self["authReplayWindowSeconds"] < 0:
             raise ConfigError(f"{where}: authReplayWindowSeconds must be >= 0")
         try:

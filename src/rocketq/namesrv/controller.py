@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 
+from rocketq.dirlock import DirLock
 from rocketq.remoting import RemotingServer
 from rocketq.remoting.acl_signature import Credentials
 
@@ -57,12 +59,16 @@ class NamesrvController:
         self.server.rpc_hook = auth_hook_of(self.config)
         self.processor.register(self.server)
         self._scan_task: asyncio.Task[None] | None = None
+        # one NameServer per KV config: a second one would overwrite the first one's puts
+        kv = os.path.abspath(self.config.kv_path)
+        self.home_lock = DirLock(os.path.dirname(kv), os.path.basename(kv) + ".lock")
 
     @property
     def address(self) -> str:
         return self.server.address
 
     async def start(self) -> None:
+        self.home_lock.acquire()  # StoreLocked ("Lock failed, MQ already started") before the KV is read
         await asyncio.get_running_loop().run_in_executor(None, self.kv.load)
         await self.server.start()
         self._scan_task = asyncio.get_running_loop().create_task(self._scan_loop())
@@ -82,4 +88,7 @@ class NamesrvController:
             self._scan_task.cancel()
             self._scan_task = None
         await self.server.close()
+        if not self.home_lock.held:
+            return  # never started: the KV file is someone else's
         await self.kv.persist()
+        self.home_lock.release()

@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 
+from rocketq.dirlock import StoreLocked
 from rocketq.logs import announce, setup_process_logging
 from rocketq.remoting import run
 
@@ -72,6 +73,9 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         run(serve(cfg))
+    except StoreLocked as exc:
+        print(f"rocketq namesrv: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:  # e.g. address in use
         print(f"rocketq namesrv: {exc}", file=sys.stderr)
         return 1
