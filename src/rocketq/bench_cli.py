@@ -16,7 +16,11 @@ USAGE = (
     "       rocketq bench guard [--conns 100] [--held-mib 15] [--smoke]   (memory/connection attacks)"
 )
 # benchmarks that are one script under bench/ with a main(argv)
-_SCRIPTS = {"read-crc": "bench.read_crc_bench", "fuzz": "bench.fuzz_bench", "guard": "bench.remoting_guard_bench"}
+_SCRIPTS = {
+    "read-crc": "bench.read_crc_bench",
+    "fuzz": "bench.fuzz_bench",
+    "guard": "bench.remoting_guard_bench",
+}
 
 
 def _repo_root() -> str | None:
