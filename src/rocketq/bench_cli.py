@@ -20,6 +20,8 @@ SUITES: dict[str, tuple[str, str]] = {
     "remoting": ("remoting_bench.py", "remoting round trips against a bare asyncio echo server"),
     "spark": ("spark_bench.py", "the Spark connector: sink and source rows/s against Parquet"),
     "read-crc": ("read_crc_bench.py", "what the body CRC check costs on the read path (broker, client)"),
+    "guard": ("remoting_guard_bench.py", "the remoting layer under memory and connection attacks"),
+    "fuzz": ("fuzz_bench.py", "coverage-guided fuzzing of the protocol decoders (atheris)"),
     "pair": ("peer_pair.py", "profiling helper: one cell, rocketq and peers interleaved, CPU per message"),
 }
 

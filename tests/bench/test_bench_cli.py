@@ -29,4 +29,4 @@ def test_the_docs_page_runs_every_suite_through_rocketq_bench() -> None:
     text = DOCS.read_text()
     commands = set(re.findall(r"`rocketq bench ([a-z-]+)", text))
     assert commands == set(SUITES), commands
-    assert len(text.splitlines()) <= 400
+    assert len(text.splitlines()) <= 450  # one page of current figures (it was 1,900 lines of history)
