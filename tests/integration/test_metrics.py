@@ -1,0 +1,160 @@
+"""metricsExporterType=PROM: /metrics of a real standalone after known traffic has the exact counts.
+
+N messages of known sizes go in through the Python client; a consumer group that holds every message it
+gets shows the lag and in-flight counts, then consumes them; the counters, the size histogram, the lag
+gauges and the connection gauges must say exactly that.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+from tests.helpers.procs import free_port
+from tests.helpers.scrape import Scrape, get, scrape
+from tests.interop.standalone import Standalone, mqadmin_ok, start_standalone
+
+from rocketq import ConsumeFromWhere, ConsumeResult, Message, Producer, PushConsumer
+from rocketq.client.instance import ClientConfig
+
+FAST = ClientConfig(rebalance_interval=2.0, persist_consumer_offset_interval=0.5)
+SMALL, LARGE = 100, 5000  # bytes of body: under 1 KiB, and between 4 KiB and 512 KiB with the header
+N_SMALL, N_LARGE = 15, 5
+N = N_SMALL + N_LARGE
+
+
+class Metrics(Standalone):
+    url: str
+
+
+@pytest.fixture(scope="module")
+def sa(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
+    port = free_port()
+    s = start_standalone(
+        tmp_path_factory.mktemp("metrics"),
+        {"metricsExporterType": "PROM", "metricsPromExporterPort": str(port), "metricsLabel": "env:test"},
+    )
+    s.url = f"http://127.0.0.1:{port}/metrics"  # type: ignore[attr-defined]
+    yield s
+    s.stop()
+
+
+def wait_for(url: str, cond: Callable[[Scrape], bool], what: str, timeout: float = 30.0) -> Scrape:
+    deadline = time.monotonic() + timeout
+    while True:
+        m = scrape(url)
+        if cond(m):
+            return m
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}; last scrape:\n{m.text[:4000]}")
+        time.sleep(0.2)
+
+
+def test_exact_counts_after_known_traffic(sa: Standalone) -> None:
+    url = sa.url  # type: ignore[attr-defined]
+    topic = f"MT_{uuid.uuid4().hex[:8]}"
+    group = f"MG_{uuid.uuid4().hex[:8]}"
+    mqadmin_ok(sa.namesrv, "updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", "2", "-w", "2")
+    before = scrape(url)
+    assert before.value("rocketmq_messages_in_total", topic=topic) == 0
+    assert before.value("rocketmq_topic_number") >= 1
+    common = {"cluster": "DefaultCluster", "node_type": "broker", "env": "test"}
+    assert before.find("rocketmq_topic_number", **common), before.text[:500]
+
+    # random bytes: the client compresses bodies over 4 KiB, and these must stay large
+    bodies = [b"s" * SMALL] * N_SMALL + [os.urandom(LARGE) for _ in range(N_LARGE)]
+    with Producer(f"PG_{uuid.uuid4().hex[:8]}", namesrv=sa.namesrv) as producer:
+        for body in bodies:
+            producer.send(Message(topic, body, tags="TagA"))
+        m = scrape(url)
+        # the producer is connected now: one connection, RocketMQ's labels
+        conns = m.find("rocketmq_producer_connections", protocol_type="remoting", language="java")
+        assert sum(v for _, v in conns) >= 1, m.text
+
+    labels = {"topic": topic, "message_type": "normal", "is_system": "false"}
+    assert m.value("rocketmq_messages_in_total", **labels) == N
+    assert m.value("rocketmq_message_size_count", **labels) == N
+    assert m.value("rocketmq_message_size_bucket", le="1024.0", **labels) == N_SMALL
+    assert m.value("rocketmq_message_size_bucket", le="4096.0", **labels) == N_SMALL
+    assert m.value("rocketmq_message_size_bucket", le="524288.0", **labels) == N
+    assert m.value("rocketmq_message_size_bucket", le="+Inf", **labels) == N
+    bytes_in = m.value("rocketmq_throughput_in_total", **labels)
+    assert bytes_in == m.value("rocketmq_message_size_sum", **labels)
+    assert bytes_in > N_SMALL * SMALL + N_LARGE * LARGE  # records: body plus header and properties
+
+    # a group that holds every message it receives until released: all 20 pulled, none consumed
+    release = threading.Event()
+    got: list = []
+    lock = threading.Lock()
+
+    def hold(msgs: list) -> ConsumeResult:
+        release.wait(60)
+        with lock:
+            got.extend(msgs)
+        return ConsumeResult.SUCCESS
+
+    consumer = PushConsumer(
+        group,
+        namesrv=sa.namesrv,
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        client_config=FAST,
+        consume_thread_min=N,
+        consume_thread_max=N,
+    )
+    consumer.subscribe(topic, "*")
+    consumer.register_listener(hold)
+    consumer.start()
+    try:
+        lag = {"consumer_group": group, "topic": topic, "is_retry": "false", "is_system": "false"}
+        m = wait_for(
+            url,
+            lambda m: (
+                m.value("rocketmq_consumer_lag_messages", **lag) == N
+                and m.value("rocketmq_consumer_inflight_messages", **lag) == N
+            ),
+            "lag and in-flight of the held group",
+        )
+        assert m.value("rocketmq_consumer_ready_messages", **lag) == 0
+        assert m.value("rocketmq_consumer_lag_latency", **lag) > 0
+        assert m.value("rocketmq_messages_out_total", consumer_group=group, topic=topic) == N
+        conns = m.find("rocketmq_consumer_connections", consumer_group=group, consume_mode="push")
+        assert [v for _, v in conns] == [1], m.text
+
+        release.set()
+        m = wait_for(
+            url,
+            lambda m: (
+                m.value("rocketmq_consumer_lag_messages", **lag) == 0
+                and m.value("rocketmq_consumer_inflight_messages", **lag) == 0
+            ),
+            "the group to catch up",
+        )
+        assert m.value("rocketmq_consumer_lag_latency", **lag) == 0
+        with lock:
+            assert len(got) == N
+            stored = sum(msg.store_size for msg in got)
+        out = {"consumer_group": group, "topic": topic, "is_retry": "false", "is_system": "false"}
+        assert m.value("rocketmq_messages_out_total", **out) == N
+        assert m.value("rocketmq_throughput_out_total", **out) == stored
+        assert m.value("rocketmq_throughput_in_total", **labels) == stored  # the same records went in
+    finally:
+        release.set()
+        consumer.shutdown()
+    assert m.value("rocketmq_consumer_group_number") >= 1
+    for name in ("rocketmq_storage_size", "rocketmq_storage_flush_behind_bytes"):
+        assert m.find(name, storage_type="local", storage_medium="disk"), name
+    assert m.find("rocketmq_rpc_latency_count", request_code="send_message_v2", response_code="success")
+
+
+def test_endpoint_answers_only_get_metrics(sa: Standalone) -> None:
+    url = sa.url  # type: ignore[attr-defined]
+    base = url.rsplit("/", 1)[0]
+    status, headers, _ = get(base + "/other")
+    assert status == 404
+    status, headers, body = get(url)
+    assert status == 200 and headers["Content-Type"].startswith("text/plain")
+    assert "rocketmq_topic_number" in body
