@@ -2,6 +2,7 @@
 
     python bench/send_path_bench.py [--n 20000] [--runs 5] [--size 1024] [--window 64] [--tags]
     python bench/send_path_bench.py --ab /path/to/tree_a /path/to/tree_b [--rounds 6] [--runs 2]
+    python bench/send_path_bench.py --ab TREE TREE::metricsExporterType=PROM,metricsPromExporterPort=0
 
 A real BrokerController (ASYNC_FLUSH, store in a temp dir) and a server Channel whose transport only records
 what is written. Requests are pre-encoded as the rocketq producer sends them (V2 short-name header, UNIQ_KEY +
@@ -12,7 +13,8 @@ flush threads are not counted) and wall µs per message, per run, then median/mi
 
 --ab runs this script in child processes alternately against two source trees (PYTHONPATH=tree/src:tree),
 ``--rounds`` times each, and compares the pooled per-run numbers: on a noisy machine only interleaved runs
-are comparable.
+are comparable. ``TREE::key=value,key=value`` runs that tree with those broker.conf keys (``--conf`` in the
+child), so one tree can be compared with itself under another configuration.
 """
 
 from __future__ import annotations
@@ -114,6 +116,7 @@ async def run_bench(args: argparse.Namespace) -> list[dict[str, float]]:
                 "flushDiskType": "ASYNC_FLUSH",
                 "autoCreateTopicEnable": "false",
                 "diskSpaceWarningLevelRatio": "99",  # a shared disk's fill level must not refuse the sends
+                **dict(kv.split("=", 1) for kv in args.conf),
             },
         )
         ctl = BrokerController(cfg)
@@ -177,9 +180,12 @@ def run_ab(args: argparse.Namespace) -> None:
     for rnd in range(args.rounds):
         order = trees if rnd % 2 == 0 else trees[::-1]
         for tree in order:
-            env = dict(os.environ, PYTHONPATH=f"{tree}/src:{tree}")
+            path, _, conf = tree.partition("::")
+            env = dict(os.environ, PYTHONPATH=f"{path}/src:{path}")
             cmd = [sys.executable, os.path.abspath(__file__), "--json", "--n", str(args.n), "--runs",
                    str(args.runs), "--size", str(args.size), "--window", str(args.window)]  # fmt: skip
+            for kv in filter(None, conf.split(",")):
+                cmd += ["--conf", kv]
             if args.tags:
                 cmd.append("--tags")
             r = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
@@ -209,6 +215,7 @@ def main() -> None:
     p.add_argument("--json", action="store_true", help="print the per-run results as JSON (for --ab)")
     p.add_argument("--ab", nargs=2, metavar="TREE", help="compare two source trees, interleaved")
     p.add_argument("--rounds", type=int, default=6, help="--ab: child processes per tree")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a broker.conf key")
     args = p.parse_args()
     if args.ab:
         run_ab(args)
