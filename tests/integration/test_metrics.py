@@ -7,6 +7,7 @@ gauges and the connection gauges must say exactly that.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 import time
@@ -14,12 +15,15 @@ import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
-from tests.helpers.procs import free_port
+from tests.helpers.procs import free_port, start_namesrv_with_conf
 from tests.helpers.scrape import Scrape, get, scrape
 from tests.interop.standalone import Standalone, mqadmin_ok, start_standalone
 
 from rocketq import ConsumeFromWhere, ConsumeResult, Message, Producer, PushConsumer
 from rocketq.client.instance import ClientConfig
+from rocketq.protocol.codes import RequestCode
+from rocketq.protocol.frame import RemotingCommand
+from rocketq.remoting import RemotingClient
 
 FAST = ClientConfig(rebalance_interval=2.0, persist_consumer_offset_interval=0.5)
 SMALL, LARGE = 100, 5000  # bytes of body: under 1 KiB, and between 4 KiB and 512 KiB with the header
@@ -158,3 +162,27 @@ def test_endpoint_answers_only_get_metrics(sa: Standalone) -> None:
     status, headers, body = get(url)
     assert status == 200 and headers["Content-Type"].startswith("text/plain")
     assert "rocketmq_topic_number" in body
+
+
+def test_namesrv_metrics(tmp_path) -> None:
+    port = free_port()
+    ns = start_namesrv_with_conf(
+        tmp_path, {"metricsExporterType": "PROM", "metricsPromExporterPort": str(port)}
+    )
+    try:
+
+        async def ask() -> None:
+            async with RemotingClient() as c:
+                for _ in range(3):
+                    req = RemotingCommand.request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, {})
+                    await c.invoke(ns.addr, req, 5.0)
+
+        asyncio.run(ask())
+        m = scrape(f"http://127.0.0.1:{port}/metrics")
+        common = {"node_type": "namesrv", "node_id": ns.addr}
+        assert m.value("rocketq_namesrv_live_brokers", **common) == 0
+        rpc = {"request_code": "get_all_topic_list_from_nameserver", "protocol_type": "remoting", **common}
+        assert m.value("rocketmq_rpc_latency_count", **rpc) == 3
+        assert m.value("rocketmq_rpc_latency_bucket", le="+Inf", **rpc) == 3
+    finally:
+        ns.stop()
