@@ -2,7 +2,8 @@
 side-by-side benchmark in the source tree's bench/peers (not shipped in the wheel).
 `rocketq bench read-crc [--smoke] [--e2e]`: what the body CRC check costs on the read path
 (bench/read_crc_bench.py).
-`rocketq bench fuzz` / `rocketq bench guard`: decoder fuzzing and the remoting attacks (docs/security.md)."""
+`rocketq bench fuzz` / `rocketq bench guard`: decoder fuzzing and the remoting attacks (docs/security.md).
+`rocketq bench metrics [--smoke]`: what the metrics exporter costs the send path, and one scrape."""
 
 from __future__ import annotations
 
@@ -13,13 +14,15 @@ USAGE = (
     "usage: rocketq bench peers [--smoke] [--reps N] [--out docs/benchmarks.md] [--json FILE] (see --help)\n"
     "       rocketq bench read-crc [--smoke] [--e2e] [--n N] [--runs R] [--sizes 128,1024,16384]\n"
     "       rocketq bench fuzz [--seconds 60] [--targets A,B] [--smoke]   (coverage-guided, atheris)\n"
-    "       rocketq bench guard [--conns 100] [--held-mib 15] [--smoke]   (memory/connection attacks)"
+    "       rocketq bench guard [--conns 100] [--held-mib 15] [--smoke]   (memory/connection attacks)\n"
+    "       rocketq bench metrics [--rounds 6] [--scrape-n 200000] [--smoke]   (exporter cost)"
 )
 # benchmarks that are one script under bench/ with a main(argv)
 _SCRIPTS = {
     "read-crc": "bench.read_crc_bench",
     "fuzz": "bench.fuzz_bench",
     "guard": "bench.remoting_guard_bench",
+    "metrics": "bench.metrics_bench",
 }
 
 

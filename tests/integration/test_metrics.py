@@ -8,13 +8,19 @@ gauges and the connection gauges must say exactly that.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import re
+import shutil
+import subprocess
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
+import yaml
 from tests.helpers.procs import free_port, start_namesrv_with_conf
 from tests.helpers.scrape import Scrape, get, scrape
 from tests.interop.standalone import Standalone, mqadmin_ok, start_standalone
@@ -40,7 +46,12 @@ def sa(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
     port = free_port()
     s = start_standalone(
         tmp_path_factory.mktemp("metrics"),
-        {"metricsExporterType": "PROM", "metricsPromExporterPort": str(port), "metricsLabel": "env:test"},
+        {
+            "metricsExporterType": "PROM",
+            "metricsPromExporterPort": str(port),
+            "metricsLabel": "env:test",
+            "enableRemotingMetrics": "true",
+        },
     )
     s.url = f"http://127.0.0.1:{port}/metrics"  # type: ignore[attr-defined]
     yield s
@@ -167,7 +178,12 @@ def test_endpoint_answers_only_get_metrics(sa: Standalone) -> None:
 def test_namesrv_metrics(tmp_path) -> None:
     port = free_port()
     ns = start_namesrv_with_conf(
-        tmp_path, {"metricsExporterType": "PROM", "metricsPromExporterPort": str(port)}
+        tmp_path,
+        {
+            "metricsExporterType": "PROM",
+            "metricsPromExporterPort": str(port),
+            "enableRemotingMetrics": "true",
+        },
     )
     try:
 
@@ -186,3 +202,65 @@ def test_namesrv_metrics(tmp_path) -> None:
         assert m.value("rocketmq_rpc_latency_bucket", le="+Inf", **rpc) == 3
     finally:
         ns.stop()
+
+
+# -- the shipped Grafana dashboard and alert rules ----------------------------------------------------
+ROOT = Path(__file__).resolve().parents[2]
+DASHBOARD = ROOT / "conf" / "grafana" / "rocketq-dashboard.json"
+ALERTS = ROOT / "conf" / "prometheus" / "rocketq-alerts.yml"
+ALERT_TESTS = ROOT / "tests" / "prometheus" / "rocketq-alerts.test.yml"
+METRIC_NAME = re.compile(r"\b(rocket(?:mq|q)_[a-z0-9_]+)")
+
+
+def exported_names(m: Scrape) -> set[str]:
+    names = set()
+    for name, kind in m.types.items():
+        names.add(name)
+        if kind == "counter":
+            names.add(name + "_total")
+        if kind == "histogram":
+            names.update(name + s for s in ("_bucket", "_sum", "_count"))
+    return names
+
+
+def alert_rules() -> list[dict]:
+    doc = yaml.safe_load(ALERTS.read_text())
+    assert isinstance(doc, dict) and isinstance(doc.get("groups"), list) and doc["groups"]
+    rules = []
+    for group in doc["groups"]:
+        assert set(group) == {"name", "rules"} and group["rules"], group
+        for rule in group["rules"]:
+            assert set(rule) <= {"alert", "expr", "for", "labels", "annotations"}, rule
+            assert rule["alert"] and rule["expr"].strip(), rule
+            assert rule["labels"]["severity"] in ("warning", "critical"), rule
+            assert "for" not in rule or re.fullmatch(r"\d+[smh]", rule["for"]), rule
+            assert {"summary", "description"} <= set(rule["annotations"]), rule
+            rules.append(rule)
+    return rules
+
+
+def test_dashboard_and_alerts_use_exported_metrics(sa: Standalone) -> None:
+    """Every rocketmq_/rocketq_ name the dashboard and the alert rules query is one the broker exports."""
+    names = exported_names(scrape(sa.url))  # type: ignore[attr-defined]
+    dashboard = json.loads(DASHBOARD.read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+    assert len(exprs) >= 20
+    exprs += [r["expr"] for r in alert_rules()]
+    used = {n for e in exprs for n in METRIC_NAME.findall(e)}
+    assert used - names == set(), f"not exported: {sorted(used - names)}"
+    assert {p["gridPos"]["y"] for p in dashboard["panels"]}  # panels are laid out
+    assert [v["name"] for v in dashboard["templating"]["list"]] == ["DS_PROMETHEUS", "cluster", "broker"]
+
+
+def promtool() -> str | None:
+    found = shutil.which("promtool") or str(ROOT / ".cache" / "bin" / "promtool")
+    return found if os.access(found, os.X_OK) else None
+
+
+@pytest.mark.skipif(promtool() is None, reason="promtool not installed (scripts/install_promtool.sh)")
+def test_alert_rules_pass_promtool() -> None:
+    tool = promtool()
+    assert tool is not None
+    for args in (["check", "rules", str(ALERTS)], ["test", "rules", str(ALERT_TESTS)]):
+        out = subprocess.run([tool, *args], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stdout + out.stderr

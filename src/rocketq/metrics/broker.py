@@ -383,12 +383,19 @@ class BrokerCollector:
         sbase = [*base, "local", "disk"]
         try:
             du = shutil.disk_usage(snap.store_dir if os.path.isdir(snap.store_dir) else "/")
-            used = du.total - du.free
+            used, total = du.total - du.free, du.total
         except OSError:
-            used = -1
+            used = total = -1
         if used >= 0:
             g = fam(GaugeMetricFamily, "rocketmq_storage_size", "Broker storage size (bytes)", store_labels)
             g.add_metric(sbase, used)
+            yield g
+        if total > 0:  # what diskMaxUsedSpaceRatio / diskSpaceCleanForciblyRatio are compared with
+            g = fam(
+                GaugeMetricFamily, "rocketq_storage_disk_used_ratio",
+                "Used fraction of the store's disk (0..1)", store_labels,
+            )  # fmt: skip
+            g.add_metric(sbase, used / total)
             yield g
         for name, doc, value in (
             ("rocketmq_storage_flush_behind_bytes", "Broker flush behind bytes", snap.flush_behind),
