@@ -264,3 +264,50 @@ def test_alert_rules_pass_promtool() -> None:
     for args in (["check", "rules", str(ALERTS)], ["test", "rules", str(ALERT_TESTS)]):
         out = subprocess.run([tool, *args], capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_client_metrics_opt_in(sa: Standalone) -> None:
+    """rocketq.client.metrics.enable(): the producer and push consumer record the 5.x client series."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from rocketq.client import metrics as client_metrics
+
+    registry = CollectorRegistry()
+    client_metrics.enable(registry)
+    topic = f"CM_{uuid.uuid4().hex[:8]}"
+    group = f"CMG_{uuid.uuid4().hex[:8]}"
+    mqadmin_ok(sa.namesrv, "updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", "2", "-w", "2")
+    n = 10
+    done = threading.Event()
+    got: list = []
+
+    def listener(msgs: list) -> ConsumeResult:
+        got.extend(msgs)
+        if len(got) >= n:
+            done.set()
+        return ConsumeResult.SUCCESS
+
+    try:
+        with Producer(f"CMP_{uuid.uuid4().hex[:8]}", namesrv=sa.namesrv) as producer:
+            for i in range(n):
+                producer.send(Message(topic, f"m{i}".encode()))
+        consumer = PushConsumer(
+            group, namesrv=sa.namesrv, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+            client_config=FAST,
+        )  # fmt: skip
+        consumer.subscribe(topic, "*")
+        consumer.register_listener(listener)
+        consumer.start()
+        try:
+            assert done.wait(30), f"consumed {len(got)} of {n}"
+            m = Scrape(generate_latest(registry).decode())
+            assert m.find("rocketmq_consumer_cached_messages", topic=topic, consumer_group=group)
+        finally:
+            consumer.shutdown()
+    finally:
+        client_metrics.disable()
+    assert m.value("rocketmq_send_cost_time_count", topic=topic, invocation_status="success") == n
+    consumed = {"topic": topic, "consumer_group": group}
+    assert m.value("rocketmq_delivery_latency_count", **consumed) == n
+    assert m.value("rocketmq_await_time_count", **consumed) == n
+    assert m.value("rocketmq_process_time_count", invocation_status="success", **consumed) == n
