@@ -69,6 +69,8 @@ def is_success(result: Any) -> bool:
 class ConcurrentConsumeMixin:
     """Part of PushConsumer: dispatch of pulled messages and concurrent consumption."""
 
+    _meter: Any = None  # rocketq.client.metrics.ClientMeter (PushConsumer sets it at start when enabled)
+
     def _dispatch(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         meter = self._meter
         if meter is not None:  # rocketmq_delivery_latency, and the arrival time for rocketmq_await_time
