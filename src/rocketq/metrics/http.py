@@ -158,10 +158,14 @@ class MetricsHttpServer:
 
 
 async def _read_request(conn: h11.Connection, reader: asyncio.StreamReader) -> h11.Request | None:
+    received = 0
     while True:
         event = conn.next_event()
         if event is h11.NEED_DATA:
             data = await reader.read(_READ_CHUNK)
+            received += len(data)
+            if received > MAX_REQUEST_BYTES:  # h11 checks incomplete heads only; this bounds a whole one too
+                raise h11.RemoteProtocolError("request head too long", 431)
             conn.receive_data(data)  # b"" = EOF
             continue
         if isinstance(event, h11.Request):
