@@ -311,3 +311,21 @@ def test_client_metrics_opt_in(sa: Standalone) -> None:
     assert m.value("rocketmq_delivery_latency_count", **consumed) == n
     assert m.value("rocketmq_await_time_count", **consumed) == n
     assert m.value("rocketmq_process_time_count", invocation_status="success", **consumed) == n
+
+
+def test_long_admin_operations_show_progress(sa: Standalone, monkeypatch, capsys) -> None:
+    """updateTopic over a cluster's brokers and topicList -c over every topic report progress on stderr (a
+    terminal, or ROCKETQ_PROGRESS=1); stdout keeps mqadmin's output."""
+    monkeypatch.setenv("ROCKETQ_PROGRESS", "1")
+    topic = f"PR_{uuid.uuid4().hex[:8]}"
+    out = mqadmin_ok(sa.namesrv, "updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", "3", "-w", "3")
+    assert "create topic to" in out and "creating topic" not in out
+    assert f"creating topic {topic}: 1/1 brokers" in capsys.readouterr().err
+    out = mqadmin_ok(sa.namesrv, "topicList", "-c")
+    assert topic in out
+    err = capsys.readouterr().err
+    shown = re.findall(r"reading topic routes and consumer groups: (\d+)/(\d+) topics", err)
+    assert shown and shown[-1][0] == shown[-1][1] and int(shown[-1][1]) >= 1, err
+    monkeypatch.delenv("ROCKETQ_PROGRESS")  # not a terminal: nothing on stderr
+    mqadmin_ok(sa.namesrv, "topicList", "-c")
+    assert capsys.readouterr().err == ""
