@@ -236,7 +236,7 @@ class TransactionService:
         if done > start:
             ctl.offsets.commit(HALF_GROUP, TRANS_HALF_TOPIC, 0, done)
 
-    def pending_halves(self, limit: int = 2000) -> dict[str, int]:
+    def pending_halves(self, limit: int = 500) -> dict[str, int]:
         """Half messages still waiting for a commit or rollback, per real topic (rocketmq_half_messages):
         the half queue from the committed check offset on, less those resolved; at most ``limit`` read."""
         store = self.ctl.store

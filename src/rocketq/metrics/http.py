@@ -133,9 +133,18 @@ class MetricsHttpServer:
             status, body, ctype = 401, b"authentication required\n", "text/plain"
             extra = [(b"WWW-Authenticate", b'Basic realm="rocketq metrics", charset="UTF-8"')]
         else:
-            async with self._render_lock:
-                body, ctype = await self.render(headers.get("accept", ""))
-            status, extra = 200, []
+            try:
+                async with self._render_lock:
+                    body, ctype = await self.render(headers.get("accept", ""))
+                status, extra = 200, []
+            except Exception:
+                log.exception("%s endpoint: collecting the metrics failed", self.name)
+                status, body, ctype, extra = (
+                    500,
+                    b"collecting the metrics failed (see the log)\n",
+                    "text/plain",
+                    [],
+                )
             if "gzip" in headers.get("accept-encoding", "") and len(body) > 1024:
                 body = await asyncio.get_running_loop().run_in_executor(None, gzip.compress, body, 1)
                 extra.append((b"Content-Encoding", b"gzip"))
@@ -181,6 +190,7 @@ _REASONS = {
     401: b"Unauthorized",
     404: b"Not Found",
     405: b"Method Not Allowed",
+    500: b"Internal Server Error",
     431: b"Request Header Fields Too Large",
     503: b"Service Unavailable",
 }

@@ -14,7 +14,7 @@ the rest are counted by the next ones.
 
 from __future__ import annotations
 
-import struct
+import logging
 import sys
 from array import array
 from bisect import bisect_left
@@ -30,7 +30,7 @@ MAX_UNITS_PER_SCRAPE = 5_000_000
 _CHUNK_UNITS = 65_536  # units per C-level pass: bounds how long the scrape thread holds the GIL at once
 _SWAP = sys.byteorder == "little"  # the units are big-endian
 assert array("I").itemsize == 4
-_UNIT = struct.Struct(">qiq")
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -76,7 +76,11 @@ class IncomingTraffic:
             if start > max_offset:  # the queue was truncated or recreated
                 start = 0
             if start < max_offset and budget > 0:
-                read = self._read(topic, cq, start, min(max_offset, start + budget))
+                try:
+                    read = self._read(topic, cq, start, min(max_offset, start + budget))
+                except (ValueError, IndexError, BufferError) as exc:  # a file retention just removed
+                    log.debug("consume queue %s/%d unreadable at %d: %s", topic, qid, start, exc)
+                    read = start  # tried again at the next scrape
                 budget -= read - start
                 start = read
             self.cursor[key] = start
