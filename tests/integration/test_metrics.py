@@ -300,7 +300,13 @@ def test_client_metrics_opt_in(sa: Standalone) -> None:
         consumer.start()
         try:
             assert done.wait(30), f"consumed {len(got)} of {n}"
-            m = Scrape(generate_latest(registry).decode())
+            deadline = time.monotonic() + 30
+            while True:  # a listener's time is recorded once it has returned
+                m = Scrape(generate_latest(registry).decode())
+                count = m.value("rocketmq_process_time_count", topic=topic, consumer_group=group)
+                if count >= n or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
             assert m.find("rocketmq_consumer_cached_messages", topic=topic, consumer_group=group)
         finally:
             consumer.shutdown()

@@ -267,7 +267,7 @@ class BrokerController:
             auth = make_auth(settings.token_file, accounts if hook is not None else None)
         except CredentialsError as exc:
             raise ConfigError(str(exc)) from None
-        self.metrics = BrokerMetrics(self, settings, auth, settings.remoting_metrics)
+        self.metrics = BrokerMetrics(self, settings, auth)
         await self.metrics.start()
 
     def lock_store(self) -> None:

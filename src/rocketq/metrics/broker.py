@@ -28,7 +28,7 @@ from rocketq.protocol.codes import PERM_READ, PERM_WRITE
 from rocketq.protocol.properties import RETRY_GROUP_TOPIC_PREFIX
 from rocketq.protocol.record import store_timestamp_pos
 
-from .exporter import Exporter
+from .exporter import ProcessMetrics
 from .intake import SIZE_BUCKETS, IncomingTraffic
 from .labels import flag, is_retry_or_dlq, is_system_group, is_system_topic, message_type_of
 from .rpc import RpcLatency
@@ -486,27 +486,14 @@ def timer_families(state: dict[str, Any], fam, sbase: list[str], store_labels: t
         yield g
 
 
-class BrokerMetrics:
+class BrokerMetrics(ProcessMetrics):
     """The broker's exporter: built by BrokerController.start when metricsExporterType=PROM."""
 
-    def __init__(self, ctl: Any, settings: MetricsSettings, auth, remoting_metrics: bool) -> None:
-        self.ctl = ctl
-        self.rpc = RpcLatency(ctl.server.rpc_hook) if remoting_metrics else None
-        self.collector = BrokerCollector(ctl, settings, self.rpc)
-        self.exporter = Exporter(settings, self.collector, auth, "broker")
+    def __init__(self, ctl: Any, settings: MetricsSettings, auth: Any) -> None:
+        super().__init__(
+            ctl.server, settings, lambda rpc: BrokerCollector(ctl, settings, rpc), auth, "broker"
+        )
 
     async def start(self) -> None:
-        self.collector.start()
-        if self.rpc is not None:
-            self.ctl.server.rpc_hook = self.rpc
-        try:
-            await self.exporter.start()
-        except OSError as exc:
-            raise OSError(f"metrics endpoint {self.exporter.server.address}: {exc.strerror or exc}") from None
-
-    @property
-    def address(self) -> str:
-        return self.exporter.server.address
-
-    async def close(self) -> None:
-        await self.exporter.close()
+        self.collector.start()  # type: ignore[attr-defined]  # the baseline: before any request is served
+        await super().start()

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Protocol
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
 from .http import Authenticator, MetricsHttpServer
+from .rpc import RpcLatency
 from .settings import MetricsSettings
 
 log = logging.getLogger(__name__)
@@ -69,3 +71,36 @@ class Exporter:
     async def close(self) -> None:
         await self.server.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class ProcessMetrics:
+    """A broker's or NameServer's metrics: the collector, the endpoint, and (enableRemotingMetrics) the RPC
+    hook timing every request, chained after the server's own hook (ACL)."""
+
+    def __init__(
+        self,
+        server: Any,
+        settings: MetricsSettings,
+        make_collector: Callable[[RpcLatency | None], SnapshotCollector],
+        auth: Authenticator | None,
+        name: str,
+    ) -> None:
+        self.remoting = server
+        self.rpc = RpcLatency(server.rpc_hook) if settings.remoting_metrics else None
+        self.collector = make_collector(self.rpc)
+        self.exporter = Exporter(settings, self.collector, auth, name)
+
+    async def start(self) -> None:
+        if self.rpc is not None:
+            self.remoting.rpc_hook = self.rpc
+        try:
+            await self.exporter.start()
+        except OSError as exc:
+            raise OSError(f"metrics endpoint {self.exporter.server.address}: {exc.strerror or exc}") from None
+
+    @property
+    def address(self) -> str:
+        return self.exporter.server.address
+
+    async def close(self) -> None:
+        await self.exporter.close()

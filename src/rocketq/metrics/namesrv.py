@@ -14,7 +14,7 @@ from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from .exporter import Exporter
+from .exporter import ProcessMetrics
 from .rpc import RpcLatency
 from .settings import MetricsSettings
 
@@ -71,23 +71,8 @@ class NamesrvCollector:
             yield from RpcLatency.families(snap["rpc"], labels)
 
 
-class NamesrvMetrics:
-    def __init__(self, ctl: Any, settings: MetricsSettings, auth) -> None:
-        self.ctl = ctl
-        self.rpc = RpcLatency(ctl.server.rpc_hook) if settings.remoting_metrics else None
-        self.exporter = Exporter(settings, NamesrvCollector(ctl, settings, self.rpc), auth, "namesrv")
-
-    async def start(self) -> None:
-        if self.rpc is not None:
-            self.ctl.server.rpc_hook = self.rpc
-        try:
-            await self.exporter.start()
-        except OSError as exc:
-            raise OSError(f"metrics endpoint {self.exporter.server.address}: {exc.strerror or exc}") from None
-
-    @property
-    def address(self) -> str:
-        return self.exporter.server.address
-
-    async def close(self) -> None:
-        await self.exporter.close()
+class NamesrvMetrics(ProcessMetrics):
+    def __init__(self, ctl: Any, settings: MetricsSettings, auth: Any) -> None:
+        super().__init__(
+            ctl.server, settings, lambda rpc: NamesrvCollector(ctl, settings, rpc), auth, "namesrv"
+        )
