@@ -30,7 +30,7 @@ from rocketq.protocol.record import store_timestamp_pos
 
 from .exporter import ProcessMetrics
 from .intake import SIZE_BUCKETS, IncomingTraffic
-from .labels import flag, is_retry_or_dlq, is_system_group, is_system_topic, message_type_of
+from .labels import TIMER_TOPIC, flag, is_retry_or_dlq, is_system_group, is_system_topic, message_type_of
 from .rpc import RpcLatency
 from .settings import MetricsSettings
 from .versions import version_desc
@@ -451,7 +451,6 @@ def _earliest(current: int, candidate: int) -> int:
 # HOOK: rocketmq_timer_enqueue_lag, rocketmq_timer_dequeue_lag and rocketmq_timing_messages come from the
 # broker's TimerMessageStore (``ctl.timer``) once timer messages are on this branch; until then
 # ``ctl.timer`` does not exist and these series are absent.
-TIMER_TOPIC = "rmq_sys_wheel_timer"
 
 
 def timer_state(timer: Any, store: Any) -> dict[str, Any] | None:

@@ -30,6 +30,7 @@ SYSTEM_TOPIC_PREFIX = "rmq_sys_"
 SYSTEM_GROUP_PREFIX = "cid_rmq_sys_"
 # TopicMessageType.getMetricsValue(): the type's name in lower case
 MESSAGE_TYPES = frozenset({"normal", "fifo", "delay", "transaction"})
+TIMER_TOPIC = "rmq_sys_wheel_timer"  # 5.x timer messages wait here (store/timer.py)
 
 
 def flag(value: bool) -> str:
@@ -49,11 +50,11 @@ def is_retry_or_dlq(topic: str) -> bool:
 
 
 def message_type_of(topic: str, attributes: dict[str, str] | None) -> str:
-    """message_type of what a topic's queues hold: the schedule topic holds delayed messages and the half
-    topic transactional ones; any other topic is labelled with its 5.x ``message.type`` attribute, or
+    """message_type of what a topic's queues hold: the schedule and timer topics hold delayed messages, the
+    half topic transactional ones; any other topic is labelled with its 5.x ``message.type`` attribute, or
     normal without one (RocketMQ classifies each send by its properties; per stored topic this is what
     the store can tell without looking at each message)."""
-    if topic == SCHEDULE_TOPIC:
+    if topic in (SCHEDULE_TOPIC, TIMER_TOPIC):
         return "delay"
     if topic == TRANS_HALF_TOPIC:
         return "transaction"
