@@ -614,9 +614,13 @@ class AdminClient(ConsoleOps):
             raise last
         raise AdminError("no broker in the cluster")
 
-    async def create_subscription_group(self, broker_addr: str, cfg: SubscriptionGroupConfig) -> None:
+    async def create_subscription_group(
+        self, broker_addr: str, cfg: SubscriptionGroupConfig, extra: dict[str, Any] | None = None
+    ) -> None:
+        """``extra``: more SubscriptionGroupConfig fields (e.g. 5.x consumeMessageOrderly)."""
+        body = {**cfg.to_obj(), **(extra or {})}
         resp = await self.invoke_broker(
-            broker_addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, orjson.dumps(cfg.to_obj())
+            broker_addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, orjson.dumps(body)
         )
         self.check(resp, f"updateSubGroup {cfg.group_name} on {broker_addr}")
 
