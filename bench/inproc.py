@@ -45,8 +45,9 @@ async def standalone(prefix: str) -> AsyncIterator[str]:
             f.write("brokerName=broker-a\nflushDiskType=ASYNC_FLUSH\nautoCreateTopicEnable=false\n")
             f.write(DISK_GUARD_CONF)
         home = os.path.join(root, "home")
-        cmd = [sys.executable, "-m", "rocketq.cli", "standalone", "--home", home, "--namesrv-port", str(ns),
-               "--broker-port", str(bp), "-c", conf, "--log-level", "WARNING"]  # fmt: skip
+        cmd = [sys.executable, "-m", "rocketq.cli", "standalone", "--no-console", "--home", home,
+               "--namesrv-port", str(ns), "--broker-port", str(bp), "-c", conf,
+               "--log-level", "WARNING"]  # fmt: skip
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             await wait_port(bp)

@@ -80,8 +80,9 @@ def start_broker(root: str, tier: str, cpu: int, extra: str) -> tuple[subprocess
         for line in extra.split(";"):
             if line.strip():
                 f.write(line.strip() + "\n")
-    cmd = ["taskset", "-c", str(cpu), sys.executable, "-m", "rocketq.cli", "standalone", "--home",
-           os.path.join(root, "home"), "--namesrv-port", str(ns), "--broker-port", str(bp), "-c", conf,
+    cmd = ["taskset", "-c", str(cpu), sys.executable, "-m", "rocketq.cli", "standalone",
+           "--no-console", "--home", os.path.join(root, "home"), "--namesrv-port", str(ns),
+           "--broker-port", str(bp), "-c", conf,
            "--log-level", "WARNING"]  # fmt: skip
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return p, ns, bp
