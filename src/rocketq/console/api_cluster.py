@@ -10,10 +10,11 @@ from aiohttp import web
 from rocketq import __version__
 from rocketq.admin import AdminClient, AdminError
 
+from .auth import session_of
 from .collector import first_float
 from .context import ConsoleContext
 from .routes import API, ApiError, Param, json_response
-from .security import SESSION_COOKIE, session_of
+from .security import SESSION_COOKIE
 
 
 def _set_cookie(ctx: ConsoleContext, resp: web.StreamResponse, sid: str) -> None:
@@ -70,7 +71,7 @@ async def get_session(ctx: ConsoleContext, request: web.Request) -> web.StreamRe
 async def login(
     ctx: ConsoleContext, request: web.Request, username: str, password: str
 ) -> web.StreamResponse:
-    peer = request.remote or "?"
+    peer = f"{request.remote or '?'}|{username}"  # per address and account: one user's guesses lock only it
     wait = ctx.throttle.retry_after(peer)
     if wait > 0:
         return json_response(

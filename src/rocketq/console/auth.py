@@ -153,6 +153,14 @@ class Session:
         return self.account.name if self.account else None
 
 
+SESSION_KEY = "rocketq.console.session"  # where the request's Session (or None) is kept
+
+
+def session_of(request: Any) -> Session | None:
+    """The aiohttp request's session, as the session middleware found it."""
+    return request.get(SESSION_KEY)
+
+
 class Sessions:
     def __init__(self, idle_s: float, max_sessions: int = MAX_SESSIONS) -> None:
         self.idle_s = idle_s

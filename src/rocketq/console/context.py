@@ -7,11 +7,10 @@ from aiohttp import web
 from rocketq.admin import AdminClient
 from rocketq.client.acl import AclClientRPCHook
 
-from .auth import AccountStore, LoginThrottle, Sessions
+from .auth import AccountStore, LoginThrottle, Sessions, session_of
 from .collector import Collector
 from .config import ConsoleConfig
 from .jobs import Jobs
-from .security import session_of
 
 MAX_ACCOUNT_CLIENTS = 64
 

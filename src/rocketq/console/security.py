@@ -22,7 +22,7 @@ from aiohttp import web
 from rocketq.admin import AdminError, NamesrvUnreachableError, TopicNotFoundError
 from rocketq.protocol.codes import ResponseCode
 
-from .auth import ROLE_USER, Session
+from .auth import ROLE_USER, SESSION_KEY, session_of
 from .config import is_loopback
 from .routes import ApiError, endpoint_of, json_response
 
@@ -46,11 +46,6 @@ SECURITY_HEADERS = {
     "Cross-Origin-Resource-Policy": "same-origin",
     "Permissions-Policy": "camera=(), microphone=(), geolocation=()",
 }
-SESSION_KEY = "rocketq.console.session"
-
-
-def session_of(request: web.Request) -> Session | None:
-    return request.get(SESSION_KEY)
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

@@ -15,16 +15,18 @@ PREVIEW = 120
 
 
 def body_fields(body: bytes, limit: int | None = BODY_LIMIT) -> dict[str, Any]:
+    """The body as text when it is UTF-8 (cut at ``limit`` bytes, never inside a character), else base64."""
     shown = body if limit is None else body[:limit]
-    try:
-        text: str | None = shown.decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
-        if limit is not None and len(body) > limit:  # maybe cut inside a character: retry whole
-            try:
-                text = body[: limit - 3].decode("utf-8", "ignore")
-            except UnicodeDecodeError:
-                text = None
+    text: str | None = None
+    # a cut may split the last character: then up to 3 of its bytes are left out
+    for drop in range(4) if len(shown) < len(body) else (0,):
+        part = shown[: len(shown) - drop]
+        try:
+            text = part.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        shown = part
+        break
     out: dict[str, Any] = {"bodyLength": len(body), "bodyTruncated": len(shown) < len(body)}
     if text is not None:
         out["body"] = text

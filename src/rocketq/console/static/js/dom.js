@@ -1,5 +1,5 @@
 // DOM helpers. Everything the broker or a client sent (topic names, keys, bodies, properties) reaches the
-// page through text nodes and attribute values only: nothing here parses HTML (no innerHTML anywhere).
+// page through text nodes and attribute values only: nothing here parses HTML from strings.
 
 const SAFE_HREF = /^(#|\/(?!\/))/; // in-page routes and the console's own paths only
 

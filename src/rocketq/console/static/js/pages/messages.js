@@ -1,4 +1,4 @@
-import { h, card, clear, dataTable, field, fmtTime, fromLocalInput, link, route, toLocalInput } from "../dom.js";
+import { h, add, card, clear, dataTable, field, fmtTime, fromLocalInput, link, route, toLocalInput } from "../dom.js";
 import { get } from "../api.js";
 
 export function messageTable(rows, extra = []) {
@@ -29,7 +29,7 @@ export async function render(main, _p, query) {
   const topicInput = () => h("input", { name: "topic", list: "topic-names", placeholder: "topic", value: query.get("topic") || "" });
 
   function show() {
-    clear(tabBar).append(tabs.map(([k, label]) => h("button", { class: k === tab ? "on" : "", "data-tab": k, onclick: () => { tab = k; show(); } }, label)));
+    add(clear(tabBar), tabs.map(([k, label]) => h("button", { class: k === tab ? "on" : "", "data-tab": k, onclick: () => { tab = k; show(); } }, label)));
     const t = topicInput();
     let inputs;
     let run;
@@ -54,7 +54,7 @@ export async function render(main, _p, query) {
     form.addEventListener("submit", async (ev) => {
       ev.preventDefault();
       clear(result).append(h("p", { class: "muted" }, "Searching…"));
-      try { clear(result).append(await run()); } catch (err) { clear(result).append(h("p", { class: "notice" }, err.message)); }
+      try { add(clear(result), await run()); } catch (err) { clear(result).append(h("p", { class: "notice" }, err.message)); }
     });
     clear(formBox).append(form);
   }
