@@ -223,3 +223,28 @@ def test_logins_are_throttled_after_failures(login_console) -> None:
         assert codes[:5] == [401] * 5 and 429 in codes[5:]
     finally:
         c.close()
+
+
+def test_trace_shows_send_store_and_consume(sa: Standalone, api: ConsoleApi) -> None:
+    topic = new_topic(sa.namesrv, 2, prefix="Traced")
+    group = unique("traced_cg")
+    got = Received()
+    c = consumer(sa, group, topic, got, enable_msg_trace=True)
+    try:
+        with Producer(unique("traced_pg"), namesrv=sa.namesrv, enable_msg_trace=True) as p:
+            r = p.send(Message(topic, b"traced", keys=["TR-1"]))
+        got.wait_for(lambda ms: any(m.msg_id == r.msg_id for m in ms))
+
+        def complete() -> dict | None:
+            t = api.get("/api/trace", msgId=r.msg_id)
+            kinds = {e["kind"] for e in t["events"]}
+            return t if {"Pub", "SubBefore", "SubAfter"} <= kinds else None
+
+        t = wait_until(complete, timeout=30, what="the trace's send and consume records")
+    finally:
+        c.shutdown()
+    pub = next(e for e in t["events"] if e["kind"] == "Pub")
+    assert pub["topic"] == topic and pub["success"] and "TR-1" in pub["keys"]
+    after = next(e for e in t["events"] if e["kind"] == "SubAfter")
+    assert after["group"] == group and after["success"]
+    assert t["stored"]["topic"] == topic and t["stored"]["offsetMsgId"] == r.offset_msg_id
