@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from rocketq import ConsumeFromWhere, ConsumeResult, Message, Producer, PushConsumer
+from rocketq.admin import MQAdminExt
 from tests.helpers.procs import RocketqProcess, start_rocketq
 from tests.interop import standalone as _sa
 from tests.interop.standalone import FAST_DELAY_LEVELS, Standalone, start_standalone, unique
@@ -171,8 +172,15 @@ def lagging_group(sa: Standalone, producer: Producer, queues: int = 4) -> tuple[
     c = consumer(sa, group, topic, got)
     try:
         got.wait_for(lambda ms: len(ms) >= 24)
+        # the client commits its offsets every few seconds: wait for all 24 on the broker before it stops
+        with MQAdminExt(sa.namesrv) as admin:
+
+            def committed() -> int:
+                return sum(r.consumer_offset for r in admin.group_progress(group, topic).rows)
+
+            wait_until(lambda: committed() == 24, timeout=30, what="24 committed offsets")
     finally:
-        c.shutdown()  # persists its offsets on the broker
+        c.shutdown()
     for i in range(13):
         producer.send(Message(topic, f"after-{i}".encode()))
     return topic, group, 13

@@ -122,13 +122,19 @@ def test_messages_by_key_time_and_id_keep_the_body_as_sent(
     body = '<img src=x onerror="alert(1)"> & <script>alert(2)</script>'
     r = producer.send(Message(topic, body.encode(), keys=["K-<b>"], tags="T", properties={"p": "<i>x</i>"}))
     producer.send(Message(topic, bytes(range(256))))  # not UTF-8: base64 in the detail
-    by_key = api.get("/api/messages/by-key", topic=topic, key="K-<b>")["messages"]
+    by_key = wait_until(  # the broker indexes keys shortly after the append
+        lambda: api.get("/api/messages/by-key", topic=topic, key="K-<b>")["messages"], what="the key indexed"
+    )
     assert [m["msgId"] for m in by_key] == [r.msg_id]
     detail = api.get("/api/messages/detail", offsetMsgId=r.offset_msg_id)
     assert detail["body"] == body and detail["properties"]["p"] == "<i>x</i>"
     assert detail["keys"] == "K-<b>"
-    by_time = api.get("/api/messages", topic=topic)["messages"]
-    assert len(by_time) == 2
+
+    def both() -> list | None:
+        msgs = api.get("/api/messages", topic=topic)["messages"]
+        return msgs if len(msgs) == 2 else None
+
+    by_time = wait_until(both, what="both messages in the time range")
     binary = next(m for m in by_time if m["msgId"] != r.msg_id)
     d2 = api.get("/api/messages/detail", offsetMsgId=binary["offsetMsgId"])
     assert "body" not in d2 and d2["bodyBase64"] and d2["bodyLength"] == 256

@@ -120,7 +120,9 @@ def test_topic_and_group_pages_show_the_lag(sa: Standalone, w: Watched, producer
     w.clean()
 
 
-def test_message_found_by_key_shows_its_body_as_text(sa: Standalone, w: Watched, producer: Producer) -> None:
+def test_message_found_by_key_shows_its_body_as_text(
+    sa: Standalone, w: Watched, api: ConsoleApi, producer: Producer
+) -> None:
     topic = new_topic(sa.namesrv, 2, prefix="Xss")
     body = '<img src=x onerror="window.__xss=1;alert(1)"><script>window.__xss=2</script>'
     key = unique("XSS")
@@ -129,6 +131,7 @@ def test_message_found_by_key_shows_its_body_as_text(sa: Standalone, w: Watched,
             topic, body.encode(), keys=[key], tags="<b>t</b>", properties={"evil": "<svg onload=alert(3)>"}
         )
     )
+    wait_until(lambda: api.get("/api/messages/by-key", topic=topic, key=key)["messages"], what="key indexed")
     page = w.page
     page.goto(sa.console + "/#/messages")
     page.locator('[data-tab="key"]').click()

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from .auth import ROLE_ADMIN, parse_acl
+from .cli_args import add_access_args, login_flag
 from .config import DEFAULT_PORT, ConsoleConfig
-from .main import add_access_args, login_flag
-from .server import ConsoleServer
+
+if TYPE_CHECKING:
+    from .server import ConsoleServer
 
 
 def add_console_args(p: argparse.ArgumentParser) -> None:
@@ -31,6 +33,8 @@ def add_console_args(p: argparse.ArgumentParser) -> None:
 
 def first_admin(acl_path: str) -> tuple[str, str] | None:
     """The first admin account of plain_acl.yml: the embedded console's own identity towards its broker."""
+    from .auth import ROLE_ADMIN, parse_acl
+
     try:
         with open(acl_path, encoding="utf-8") as f:
             accounts, _ = parse_acl(f.read())
@@ -45,6 +49,8 @@ def first_admin(acl_path: str) -> tuple[str, str] | None:
 def embedded_console(a: argparse.Namespace, namesrv: str, acl_path: str | None) -> ConsoleServer | None:
     if a.no_console:
         return None
+    from .server import ConsoleServer  # aiohttp and the pages: only when the console runs
+
     ident = first_admin(acl_path) if acl_path else None
     return ConsoleServer(
         ConsoleConfig(

@@ -12,30 +12,12 @@ import sys
 from rocketq.logs import LogSetupError, announce, setup_process_logging
 from rocketq.remoting import run
 
+from .cli_args import add_access_args, login_flag
 from .config import DEFAULT_PORT, ConsoleConfig, ConsoleConfigError
 from .server import ConsoleServer
 
 log = logging.getLogger("rocketq.console")
 BOOT_LINE = "The console boot success: "
-
-
-def add_access_args(p: argparse.ArgumentParser, prefix: str = "") -> None:
-    """The login / ACL options, shared with `rocketq standalone` (which prefixes them with "console-")."""
-    p.add_argument(
-        f"--{prefix}users-file",
-        dest="users_file",
-        help="accounts allowed to log in: name=password[,1] per line (1 = admin; others read-only)",
-    )
-    p.add_argument(
-        f"--{prefix}login",
-        dest="login",
-        choices=("auto", "always", "never"),
-        default="auto",
-        help="require a login: auto (when not on loopback, ACL on, or a users file given)",
-    )
-    p.add_argument(
-        f"--{prefix}read-only", dest="read_only", action="store_true", help="refuse every change (view only)"
-    )
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -79,10 +61,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     p.add_argument("--log-level", default=os.environ.get("ROCKETQ_LOG_LEVEL", "INFO"))
     return p.parse_args(argv)
-
-
-def login_flag(value: str) -> bool | None:
-    return {"always": True, "never": False}.get(value)
 
 
 def config_from(a: argparse.Namespace) -> ConsoleConfig:
