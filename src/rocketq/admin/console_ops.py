@@ -244,15 +244,18 @@ class ConsoleOps:
     async def group_summary(self, group: str) -> GroupSummary:
         """Connections and progress of one group, fetched together."""
 
+        refused: list[AdminError] = []
+
         async def conn() -> dict[str, Any] | None:
             try:
                 return await self.consumer_connection(group)
-            except AdminError as exc:
-                if exc.code in (ResponseCode.CONSUMER_NOT_ONLINE, None) or "not online" in str(exc):
-                    return None
-                raise
+            except AdminError as exc:  # offline (CONSUMER_NOT_ONLINE), or refused: no connection to show
+                if exc.code != ResponseCode.CONSUMER_NOT_ONLINE:
+                    refused.append(exc)
+                return None
 
         c, progress = await asyncio.gather(conn(), self.group_progress(group))
+        progress.errors.extend(refused)
         conns = (c or {}).get("connectionSet") or []
         versions = [int(x.get("version", 0)) for x in conns if str(x.get("version", "")).isdigit()]
         subs = {

@@ -15,7 +15,6 @@ from rocketq.protocol.properties import RETRY_GROUP_TOPIC_PREFIX
 
 from .api_topics import target_masters
 from .context import ConsoleContext
-from .jobs import Job
 from .routes import API, ApiError, Param
 from .views import progress_json, summary_json
 
@@ -200,14 +199,13 @@ async def update_group(
     )
     extra = {"consumeMessageOrderly": consumeMessageOrderly}
 
-    async def work(job: Job) -> Any:
-        for name, addr in masters.items():
-            await admin.create_subscription_group(addr, cfg, extra)
-            job.step(f"group {group} written on {name} ({addr})")
-        return {"group": group, "brokers": sorted(masters)}
-
-    job = ctx.jobs.start(f"create / update group {group}", len(masters), work, ctx.user_of(request))
-    return {"job": job.id}
+    return ctx.broker_job(
+        request,
+        f"create / update group {group}",
+        masters,
+        lambda addr: admin.create_subscription_group(addr, cfg, extra),
+        f"group {group} written",
+    )
 
 
 @API.route(
@@ -227,14 +225,13 @@ async def delete_group(
     admin = ctx.admin_for(request)
     masters = await admin.master_addrs(clusterName)
 
-    async def work(job: Job) -> Any:
-        for name, addr in masters.items():
-            await admin.delete_subscription_group(addr, group)
-            job.step(f"deleted on {name} ({addr})")
-        return {"group": group, "brokers": sorted(masters)}
-
-    job = ctx.jobs.start(f"delete group {group}", len(masters), work, ctx.user_of(request))
-    return {"job": job.id}
+    return ctx.broker_job(
+        request,
+        f"delete group {group}",
+        masters,
+        lambda addr: admin.delete_subscription_group(addr, group),
+        f"group {group} deleted",
+    )
 
 
 @API.route(

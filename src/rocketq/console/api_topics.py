@@ -185,16 +185,19 @@ async def create_topic(
     masters = await target_masters(admin, clusterName, brokerNames)
     cfg = TopicConfig(topic, readQueueNums, writeQueueNums, perm, order=mtype == "FIFO")
 
-    async def work(job: Job) -> Any:
-        for name, addr in masters.items():
-            await admin.create_topic(addr, cfg, f"+message.type={mtype}")
-            job.step(f"topic {topic} written on {name} ({addr})")
+    async def route(job: Job) -> dict[str, Any]:
         routed = await admin.wait_route(cfg, masters)
         job.step("the NameServer shows the route" if routed else "the route is not on the NameServer yet")
-        return {"topic": topic, "brokers": sorted(masters), "routed": routed}
+        return {"topic": topic, "routed": routed}
 
-    job = ctx.jobs.start(f"create / update topic {topic}", len(masters) + 1, work, ctx.user_of(request))
-    return {"job": job.id}
+    return ctx.broker_job(
+        request,
+        f"create / update topic {topic}",
+        masters,
+        lambda addr: admin.create_topic(addr, cfg, f"+message.type={mtype}"),
+        f"topic {topic} written",
+        route,
+    )
 
 
 @API.route(
@@ -219,16 +222,19 @@ async def delete_topic(
         in_cluster = await admin.master_addrs(clusterName)
         masters = {b: a for b, a in masters.items() if b in in_cluster}
 
-    async def work(job: Job) -> Any:
-        for name, addr in sorted(masters.items()):
-            await admin.delete_topic_in_broker(addr, topic)
-            job.step(f"deleted on {name} ({addr})")
+    async def namesrv(job: Job) -> dict[str, Any]:
         await admin.delete_topic_in_namesrv(topic, clusterName)
         job.step("deleted on the NameServer")
-        return {"topic": topic, "brokers": sorted(masters)}
+        return {"topic": topic}
 
-    job = ctx.jobs.start(f"delete topic {topic}", len(masters) + 1, work, ctx.user_of(request))
-    return {"job": job.id}
+    return ctx.broker_job(
+        request,
+        f"delete topic {topic}",
+        masters,
+        lambda addr: admin.delete_topic_in_broker(addr, topic),
+        f"topic {topic} deleted",
+        namesrv,
+    )
 
 
 @API.route(

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 from aiohttp import web
 
 from rocketq.admin import AdminClient
@@ -10,7 +13,7 @@ from rocketq.client.acl import AclClientRPCHook
 from .auth import AccountStore, LoginThrottle, Sessions, session_of
 from .collector import Collector
 from .config import ConsoleConfig
-from .jobs import Jobs
+from .jobs import Job, Jobs
 
 MAX_ACCOUNT_CLIENTS = 64
 
@@ -44,6 +47,29 @@ class ConsoleContext:
             admin = AdminClient(self.config.namesrv, rpc_hook=AclClientRPCHook(acc.name, acc.password))
             self._account_admins[acc.name] = admin
         return admin
+
+    def broker_job(
+        self,
+        request: web.Request,
+        title: str,
+        masters: dict[str, str],
+        step: Callable[[str], Awaitable[Any]],
+        done: str,
+        finish: Callable[[Job], Awaitable[Any]] | None = None,
+    ) -> dict[str, str]:
+        """A job doing ``step(addr)`` on each broker (one progress line each: ``done`` and the broker), then
+        ``finish(job)`` (one more step) when given. Answers the request's JSON: {"job": id}."""
+
+        async def work(job: Job) -> Any:
+            for name, addr in sorted(masters.items()):
+                await step(addr)
+                job.step(f"{done} on {name} ({addr})")
+            tail = await finish(job) if finish is not None else None
+            return {"brokers": sorted(masters), **(tail or {})}
+
+        total = len(masters) + (1 if finish is not None else 0)
+        job = self.jobs.start(title, total, work, self.user_of(request))
+        return {"job": job.id}
 
     def user_of(self, request: web.Request) -> str | None:
         s = session_of(request)

@@ -13,6 +13,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from rocketq.admin import AdminError
+
 log = logging.getLogger("rocketq.console")
 
 MAX_JOBS = 100
@@ -89,7 +91,7 @@ class Jobs:
                 job.state = "failed"
                 job.error = str(exc) or exc.__class__.__name__
                 job.log(f"failed: {job.error}")
-                if not isinstance(exc, (OSError, ValueError)) and "AdminError" not in type(exc).__name__:
+                if not isinstance(exc, (AdminError, OSError, ValueError)):  # else: a refusal, said in the job
                     log.exception("console job %s (%s) failed", job.id, title)
             finally:
                 job.finished = time.time()
