@@ -18,7 +18,7 @@ def add_access_args(p: argparse.ArgumentParser, prefix: str = "") -> None:
         dest="login",
         choices=("auto", "always", "never"),
         default="auto",
-        help="require a login: auto (when not on loopback, ACL on, or a users file given)",
+        help="require a login: auto (when a users file is given); off loopback or with ACL on, always",
     )
     p.add_argument(
         f"--{prefix}read-only", dest="read_only", action="store_true", help="refuse every change (view only)"

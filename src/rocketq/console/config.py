@@ -43,14 +43,23 @@ class ConsoleConfig:
     trace_topic: str = "RMQ_SYS_TRACE_TOPIC"
     cluster_label: str = ""  # shown in the header (e.g. "standalone")
 
+    def must_login(self) -> bool:
+        """Off loopback or with ACL on, a login is required whatever the options say."""
+        return (not is_loopback(self.host)) or self.acl_enabled
+
     def needs_login(self) -> bool:
+        if self.must_login():
+            return True
         if self.login_required is not None:
             return self.login_required
-        return (not is_loopback(self.host)) or self.acl_enabled or bool(self.users_file)
+        return bool(self.users_file)
 
     def check(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ConsoleConfigError(f"console port {self.port} is out of range")
+        if self.login_required is False and self.must_login():
+            why = "ACL is on" if self.acl_enabled else f"it listens on {self.host}, not on loopback"
+            raise ConsoleConfigError(f"the console cannot run without a login: {why}")
         if self.needs_login() and not (self.users_file or self.acl_file):
             why = "ACL is on" if self.acl_enabled else f"it listens on {self.host}, not on loopback"
             raise ConsoleConfigError(

@@ -134,6 +134,9 @@ def test_login_is_required_off_loopback_and_needs_accounts() -> None:
     with pytest.raises(ConsoleConfigError, match="users-file"):
         ConsoleConfig("ns:9876", host="0.0.0.0").check()
     ConsoleConfig("ns:9876", host="0.0.0.0", users_file="u.properties").check()
+    with pytest.raises(ConsoleConfigError, match="without a login"):
+        ConsoleConfig("ns:9876", host="0.0.0.0", users_file="u", login_required=False).check()
+    assert not ConsoleConfig("ns:9876", users_file="u", login_required=False).needs_login()
 
 
 def test_params_are_checked() -> None:
