@@ -30,6 +30,10 @@ SYSTEM_GROUPS = frozenset(
         "CID_ONSAPI_PERMISSION",
         "CID_ONSAPI_OWNER",
         "CID_SYS_RMQ_TRANS",
+        "DEFAULT_CONSUMER",
+        "DEFAULT_PRODUCER",
+        "CLIENT_INNER_PRODUCER",
+        "SELF_TEST_P_GROUP",
     }
 )
 CONCURRENCY = 8

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from rocketq.admin.console_ops import decode_traces
+from rocketq.console.api_consumers import is_system_group
 from rocketq.console.auth import (
     MAX_FAILURES,
     ROLE_ACL,
@@ -169,3 +170,15 @@ def test_static_files_are_a_fixed_table() -> None:
         if path.startswith("/static/js/"):
             text = body.decode()
             assert "innerHTML" not in text and "insertAdjacentHTML" not in text and "eval(" not in text, path
+
+
+def test_the_brokers_own_groups_are_system_groups() -> None:
+    for g in (
+        "TOOLS_CONSUMER",
+        "DEFAULT_CONSUMER",
+        "CLIENT_INNER_PRODUCER",
+        "CID_RMQ_SYS_X",
+        "_INNER_TRACE_PRODUCER-a",
+    ):
+        assert is_system_group(g), g
+    assert not is_system_group("order-service")
