@@ -117,6 +117,16 @@ def test_topic_and_group_pages_show_the_lag(sa: Standalone, w: Watched, producer
     consumers = page.locator("#topic-consumers")
     expect(consumers).to_contain_text(group)
     expect(consumers.locator("tbody tr td").nth(3)).to_have_text(str(lag))
+    # skip the backlog from the group's page: a job with its progress, then no lag
+    page.goto(sa.console + f"/#/consumer/{group}")
+    page.get_by_role("button", name="Skip backlog").click()
+    page.locator("dialog").get_by_role("button", name="Skip backlog").click()
+    job = page.locator("dialog[data-job]")
+    expect(job.locator(".badge")).to_have_text("done")
+    expect(job.locator(".log")).to_contain_text(f"{topic} broker-a queue 3")
+    job.get_by_role("button", name="Close").click()
+    page.reload()
+    expect(page.locator("#stat-lag .v")).to_have_text("0")
     w.clean()
 
 

@@ -11,8 +11,8 @@ export async function render(main, group) {
   if (canWrite()) {
     main.append(h("div", { class: "toolbar" },
       h("button", { onclick: () => groupDialog(c.clusters, d, () => location.reload()) }, "Update"),
-      topics.length ? h("button", { onclick: () => resetDialog(topics[0], null, group) }, "Reset offset") : null,
-      topics.length ? h("button", { onclick: () => skipDialog(topics[0], null, group) }, "Skip backlog") : null,
+      topics.length ? h("button", { onclick: () => resetDialog(topics, [group], group) }, "Reset offset") : null,
+      topics.length ? h("button", { onclick: () => skipDialog(topics, [group], group) }, "Skip backlog") : null,
       h("span", { class: "spacer" }),
       h("button", { class: "danger", onclick: () => deleteGroupDialog(group, () => { location.hash = "#/consumers"; }) }, "Delete")));
   }

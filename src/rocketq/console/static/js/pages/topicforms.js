@@ -50,30 +50,38 @@ export function sendDialog(topic) {
   ]);
 }
 
+// topic: a topic name, or a list of them to choose from (a group's page); groups likewise
+function pick(name, values, value, placeholder) {
+  if (Array.isArray(values) && values.length) return select(name, values, value);
+  return h("input", { name, value: value || "", placeholder });
+}
+
 export function resetDialog(topic, groups, group) {
-  const g = groups && groups.length ? select("group", groups, group) : h("input", { name: "group", value: group || "", placeholder: "consumer group" });
+  const t = pick("topic", Array.isArray(topic) ? topic : [topic], Array.isArray(topic) ? topic[0] : topic);
+  const g = pick("group", groups, group, "consumer group");
   const when = h("input", { name: "time", type: "datetime-local", step: 1, value: toLocalInput(Date.now() - 3600_000) });
   const force = h("input", { type: "checkbox", checked: true });
-  const m = modal(`Reset consume offset on ${topic}`, h("div", { class: "form" },
-    field("Consumer group", g), field("Reset to (local time)", when),
+  const m = modal("Reset consume offset", h("div", { class: "form" },
+    field("Topic", t), field("Consumer group", g), field("Reset to (local time)", when),
     h("label", { class: "check wide" }, force, "Also move offsets backwards (force)")), [
     { label: "Cancel", onclick: () => m.close() },
     { label: "Reset", cls: "primary", onclick: async () => {
       m.close();
-      await runJob(`Reset ${g.value} on ${topic}`, () => post(`/api/topics/${encodeURIComponent(topic)}/reset-offset`,
+      await runJob(`Reset ${g.value} on ${t.value}`, () => post(`/api/topics/${encodeURIComponent(t.value)}/reset-offset`,
         { group: g.value, timestamp: fromLocalInput(when.value), force: force.checked }));
     } },
   ]);
 }
 
 export function skipDialog(topic, groups, group) {
-  const g = groups && groups.length ? select("group", groups, group) : h("input", { name: "group", value: group || "" });
-  const m = modal(`Skip backlog on ${topic}`, [h("p", {}, "The group's offsets move to the end of every queue: messages not consumed yet are skipped."),
-    field("Consumer group", g)], [
+  const t = pick("topic", Array.isArray(topic) ? topic : [topic], Array.isArray(topic) ? topic[0] : topic);
+  const g = pick("group", groups, group, "consumer group");
+  const m = modal("Skip backlog", [h("p", {}, "The group's offsets move to the end of every queue: messages not consumed yet are skipped."),
+    h("div", { class: "form" }, field("Topic", t), field("Consumer group", g))], [
     { label: "Cancel", onclick: () => m.close() },
     { label: "Skip backlog", cls: "danger", onclick: async () => {
       m.close();
-      await runJob(`Skip backlog of ${g.value} on ${topic}`, () => post(`/api/topics/${encodeURIComponent(topic)}/skip-backlog`, { group: g.value }));
+      await runJob(`Skip backlog of ${g.value} on ${t.value}`, () => post(`/api/topics/${encodeURIComponent(t.value)}/skip-backlog`, { group: g.value }));
     } },
   ]);
 }
