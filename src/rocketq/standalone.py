@@ -16,6 +16,7 @@ from rocketq.console.embedded import add_console_args, embedded_console
 from rocketq.dirlock import StoreLocked
 from rocketq.logs import LogSetupError, announce, setup_process_logging
 from rocketq.remoting import run
+from rocketq.remoting.limits import LIMIT_KEYS
 
 log = logging.getLogger("rocketq.broker")
 ns_log = logging.getLogger("rocketq.namesrv")
@@ -81,6 +82,11 @@ async def serve(a: argparse.Namespace, home: str) -> None:
         cfg.values["storePathRootDir"] = os.path.join(home, "store")
         if "storePathCommitLog" not in cfg.explicit:
             cfg.values["storePathCommitLog"] = os.path.join(cfg["storePathRootDir"], "commitlog")
+    if cfg["aclEnable"] and cfg["innerClientAuthenticationCredentials"]:
+        # ACL on: the NameServer authenticates route changes with the broker's credentials
+        ns_cfg.authentication_enabled = True
+        ns_cfg.inner_client_authentication_credentials = cfg["innerClientAuthenticationCredentials"]
+    ns_cfg.limit_props = {k: str(cfg[k]) for k in LIMIT_KEYS if k in cfg.explicit}  # the same remoting limits
     broker = BrokerController(cfg, a.bind)
     # both homes are locked before either is read: a second standalone on this home changes nothing
     namesrv = NamesrvController(ns_cfg)

@@ -42,6 +42,7 @@ from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.properties import RETRY_GROUP_TOPIC_PREFIX
 from rocketq.remoting import RPCHook
+from rocketq.remoting.acl_signature import BROKER_STATE_CHANGING, ReplayGuard
 
 log = logging.getLogger(__name__)
 
@@ -259,8 +260,10 @@ def _needed(request: RemotingCommand) -> dict[str, int]:
 class AclHook(RPCHook):
     """Server-side RPC hook: raises AclError (answered as an error response) for refused requests."""
 
-    def __init__(self, acl: PlainAcl) -> None:
+    def __init__(self, acl: PlainAcl, replay_window_s: float = 120.0) -> None:
         self.acl = acl
+        # signed admin requests seen again within the window are refused (remoting/acl_signature.py)
+        self.replay = ReplayGuard(replay_window_s) if replay_window_s > 0 else None
 
     def do_before_request(self, remote_addr: str, request: RemotingCommand) -> None:
         acl = self.acl
@@ -286,6 +289,10 @@ class AclHook(RPCHook):
             and hmac.compare_digest(signature(request_content(ext, body, True), acc.secret_key), given)
         ):
             raise AclError(f"[ACL] check signature failed for accessKey={ak}")
+        if self.replay is not None and request.code in BROKER_STATE_CHANGING:
+            reason = self.replay.check(given, ext, request.code)
+            if reason is not None:
+                raise AclError(f"[ACL] replayed request refused: {reason}")
         if request.code in ADMIN_CODES:
             if not acc.admin:
                 raise AclError(f"[ACL] request code {request.code} needs admin permission, accessKey={ak}")

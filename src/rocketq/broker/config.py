@@ -11,6 +11,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from rocketq.remoting.acl_signature import Credentials
+from rocketq.remoting.limits import LIMIT_KEYS, LimitsError, ServerLimits
+
 from .javaprops import PropertiesError, parse_properties
 
 
@@ -109,12 +112,21 @@ _KEYS: dict[str, tuple[type, Any]] = {
     "transactionCheckMax": (int, 15),
     "transactionCheckInterval": (int, 60_000),
     "aclEnable": (bool, False),
+    # RocketMQ 5: {"accessKey": .., "secretKey": ..} the broker signs its NameServer requests with
+    "innerClientAuthenticationCredentials": (str, ""),
+    # rocketq: with aclEnable, a signed admin request seen again within this many seconds is refused (0: off)
+    "authReplayWindowSeconds": (int, 120),
+    # rocketq: what a peer can make the remoting server hold before any request runs (remoting/limits.py)
+    **{key: (typ, default) for key, (_, typ, default) in LIMIT_KEYS.items()},
     "useTLS": (bool, False),
     "sendMessageThreadPoolNums": (int, 1),
     "pullMessageThreadPoolNums": (int, 16),
     "waitTimeMillsInSendQueue": (int, 200),
     "osPageCacheBusyTimeOutMills": (int, 1000),
 }
+
+# keys whose values are secrets: masked in listings (GET_BROKER_CONFIG, the startup log, -p)
+SECRET_KEYS = frozenset({"innerClientAuthenticationCredentials"})
 
 # Values that leave a broker unusable or unstable (every send refused, every SYNC_FLUSH send timing out,
 # healthy clients expired, consumers spinning): refused at load and by UPDATE_BROKER_CONFIG alike.
@@ -241,6 +253,8 @@ class BrokerConfig:
             if key in _RENAMED:
                 key, attr = _RENAMED[key]
                 value = getattr(self, attr)
+            if key in SECRET_KEYS and value:  # set or not, never the value (CVE-2024-23321)
+                value = "******"
             lines.append(f"{key}={str(value).lower() if isinstance(value, bool) else value}")
         return lines
 
@@ -272,6 +286,16 @@ class BrokerConfig:
             )
         if not _REGION_RE.fullmatch(self["region"]):
             raise ConfigError(f"{where}: region must be 1..128 characters of [A-Za-z0-9_.:-]")
+        if self["authReplayWindowSeconds"] < 0:
+            raise ConfigError(f"{where}: authReplayWindowSeconds must be >= 0")
+        try:
+            Credentials.parse(self["innerClientAuthenticationCredentials"])
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        try:
+            ServerLimits.from_config(self.values.get)
+        except LimitsError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
         for key in ("brokerName", "brokerClusterName"):
             if not re.fullmatch(r"[%|a-zA-Z0-9_-]{1,127}", self[key]):
                 raise ConfigError(f"{where}: {key} {self[key]!r} has characters outside [%|a-zA-Z0-9_-]")

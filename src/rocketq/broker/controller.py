@@ -13,6 +13,8 @@ from typing import Any
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.remoting import Channel, RemotingClient, RemotingServer
+from rocketq.remoting.acl_signature import NAMESRV_STATE_CHANGING, Credentials, SigningHook
+from rocketq.remoting.limits import ServerLimits
 
 from .client_manager import ClientManager
 from .config import BrokerConfig, ConfigError
@@ -104,11 +106,19 @@ def load_acl_hook(cfg: BrokerConfig):
 
     path = acl_file(cfg)
     try:
-        return AclHook(PlainAcl(path))
+        return AclHook(PlainAcl(path), replay_window_s=cfg["authReplayWindowSeconds"])
     except (ValueError, OSError) as exc:
         raise ConfigError(f"aclEnable=true but the ACL file is unusable: {exc}") from None
     except Exception as exc:  # YAML syntax errors
         raise ConfigError(f"aclEnable=true but {path} does not parse: {exc}") from None
+
+
+def inner_signing_hook(cfg: BrokerConfig) -> SigningHook | None:
+    """Signs the broker's NameServer requests with innerClientAuthenticationCredentials (if set)."""
+    creds = Credentials.parse(cfg["innerClientAuthenticationCredentials"])
+    if creds is None:
+        return None
+    return SigningHook(creds.access_key, creds.secret_key, stamp_codes=NAMESRV_STATE_CHANGING)
 
 
 class BrokerController:
@@ -122,9 +132,13 @@ class BrokerController:
         self.offsets = ConsumerOffsetManager(cfg)
         self.clients = ClientManager(cfg["channelExpiredTimeout"] / 1000.0)
         self.server = RemotingServer(
-            self.bind_host, cfg["listenPort"], idle_timeout_s=cfg["clientChannelMaxIdleTimeSeconds"]
+            self.bind_host,
+            cfg["listenPort"],
+            idle_timeout_s=cfg["clientChannelMaxIdleTimeSeconds"],
+            limits=ServerLimits.from_config(cfg.values.get),
+            name="broker",
         )
-        self.client = RemotingClient()
+        self.client = RemotingClient(rpc_hook=inner_signing_hook(cfg))
         self.namesrv = NamesrvApi(cfg, self.client)
         self.store: Any = None
         self.flush_waiter: FlushWaiter | None = None

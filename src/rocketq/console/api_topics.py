@@ -43,10 +43,12 @@ async def topics(ctx: ConsoleContext, request: web.Request, type: str | None = N
     )
     cluster_of = {b: c for c, bs in info["clusterAddrTable"].items() for b in bs}
     rows = []
+    counts: dict[str, int] = {}
     for t in names:
         cfgs = {b: tab[t] for b, tab in tables.items() if t in tab}
         first = next(iter(cfgs.values()), None)
         kind = topic_kind(t, first, info)
+        counts[kind] = counts.get(kind, 0) + 1
         if type and kind != type.upper():
             continue
         rows.append(
@@ -60,11 +62,6 @@ async def topics(ctx: ConsoleContext, request: web.Request, type: str | None = N
                 "perm": perm_text(int(first.get("perm", 6))) if first else "",
             }
         )
-    counts: dict[str, int] = {}
-    for t in names:
-        cfgs = [tab[t] for tab in tables.values() if t in tab]
-        k = topic_kind(t, cfgs[0] if cfgs else None, info)
-        counts[k] = counts.get(k, 0) + 1
     return {"topics": rows, "counts": counts, "clusters": sorted(info["clusterAddrTable"])}
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 
-def add_access_args(p: argparse.ArgumentParser, prefix: str = "") -> None:
+def add_access_args(p: argparse.ArgumentParser | argparse._ArgumentGroup, prefix: str = "") -> None:
     """The login / ACL options, shared with `rocketq standalone` (which prefixes them with "console-")."""
     p.add_argument(
         f"--{prefix}users-file",
