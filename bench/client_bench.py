@@ -73,7 +73,8 @@ class Standalone:
         conf.write_text("".join(f"{k}={v}\n" for k, v in BROKER_CONF.items()))
         self.ns_port, self.broker_port = free_port(), free_port()
         self.namesrv = f"127.0.0.1:{self.ns_port}"
-        args = [ROCKETQ, "standalone", "--home", str(home), "--namesrv-port", str(self.ns_port)]
+        args = [ROCKETQ, "standalone", "--no-console", "--home", str(home)]
+        args += ["--namesrv-port", str(self.ns_port)]
         args += ["--broker-port", str(self.broker_port), "-c", str(conf)]
         self.proc = subprocess.Popen(
             args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True

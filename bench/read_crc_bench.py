@@ -150,8 +150,9 @@ def _start_standalone(home: str, check: bool):
     with open(conf, "w") as f:
         f.write(f"brokerName=broker-a\nmapedFileSizeCommitLog={256 << 20}\nmessageIndexEnable=false\n")
         f.write(f"checkCRCOnRead={'true' if check else 'false'}\n{DISK_GUARD_CONF}")
-    cmd = [sys.executable, "-m", "rocketq.cli", "standalone", "--home", home, "--namesrv-port", str(ns),
-           "--broker-port", str(bp), "-c", conf, "--log-level", "WARNING"]  # fmt: skip
+    cmd = [sys.executable, "-m", "rocketq.cli", "standalone", "--no-console", "--home", home,
+           "--namesrv-port", str(ns), "--broker-port", str(bp), "-c", conf,
+           "--log-level", "WARNING"]  # fmt: skip
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), f"127.0.0.1:{bp}"
 
 

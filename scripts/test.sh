@@ -6,6 +6,9 @@ cd "$ROOT"
 if ! command -v java >/dev/null 2>&1; then  # the Spark tests need a JVM
   (sudo -n true 2>/dev/null && SUDO=sudo || SUDO=""; $SUDO apt-get update -qq && $SUDO apt-get install -y -qq openjdk-17-jre-headless)
 fi
+if [ ! -x /usr/bin/chromium ]; then  # the console's browser tests drive Debian's Chromium (Playwright, no download)
+  (sudo -n true 2>/dev/null && SUDO=sudo || SUDO=""; $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium)
+fi
 ROCKETQ_EXTRAS="[dev,spark]" bash scripts/bootstrap.sh
 # promtool (Debian's prometheus package, the one binary) checks the shipped alert rules
 bash scripts/install_promtool.sh >/dev/null || echo "promtool not installed: the alert rules get the YAML check only"

@@ -55,6 +55,7 @@ class RocketqServer(Server):
             "-m",
             "rocketq.cli",
             "standalone",
+            "--no-console",
             "--home",
             self.home,
             "--namesrv-port",

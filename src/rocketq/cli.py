@@ -15,6 +15,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "broker": ("rocketq.broker.main:main", "run a Broker"),
     "standalone": ("rocketq.standalone:main", "run NameServer + Broker in one process"),
     "admin": ("rocketq.admin.main:main", "mqadmin commands"),
+    "console": ("rocketq.console.main:main", "the web console for a cluster"),
     "pipeline": ("rocketq.pipeline.main:main", "Spark pipelines: orders, orders-gen"),
     "bench": ("rocketq.bench_cli:main", "benchmarks"),
 }
@@ -29,6 +30,7 @@ examples:
   rocketq broker -n 127.0.0.1:9876 -c broker.conf
   rocketq admin updateTopic -n 127.0.0.1:9876 -c DefaultCluster -t TopicTest -r 4 -w 4
   rocketq admin clusterList -n 127.0.0.1:9876
+  rocketq console -n 127.0.0.1:9876 --port 8080   the web console (standalone serves it on 8080 already)
   rocketq admin                   every mqadmin command (`rocketq admin CMD -h`: one command's flags)
   rocketq COMMAND -h              the options of a command
 

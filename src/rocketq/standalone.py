@@ -1,5 +1,6 @@
-"""`rocketq standalone [--home DIR] [--namesrv-port 9876] [--broker-port 10911] [-c broker.conf]`:
-a NameServer and one master Broker in one process and one event loop, data under DIR (~/.rocketq)."""
+"""`rocketq standalone [--home DIR] [--namesrv-port 9876] [--broker-port 10911] [-c broker.conf]
+[--console-port 8080 | --no-console]`: a NameServer, one master Broker and the web console in one process and
+one event loop, data under DIR (~/.rocketq)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import os
 import sys
 
 from rocketq.broker.config import BrokerConfig, ConfigError, load_config
-from rocketq.broker.controller import BrokerController
+from rocketq.broker.controller import BrokerController, acl_file
 from rocketq.broker.main import boot_line, stop_on_signals
+from rocketq.console.embedded import add_console_args, embedded_console
 from rocketq.dirlock import StoreLocked
 from rocketq.logs import LogSetupError, announce, setup_process_logging
 from rocketq.remoting import run
@@ -44,7 +46,22 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--bind", default=None, help="listen address (default 127.0.0.1)")
     p.add_argument("-c", "--configFile", dest="config", help="broker.conf (RocketMQ keys)")
     p.add_argument("--log-level", default=os.environ.get("ROCKETQ_LOG_LEVEL", "INFO"))
+    add_console_args(p)
     return p.parse_args(argv)
+
+
+async def start_console(a: argparse.Namespace, cfg: BrokerConfig):  # -> ConsoleServer | None
+    """The web console beside the broker; a console that cannot start is reported, the broker goes on."""
+    acl = acl_file(cfg) if cfg["aclEnable"] else None
+    try:
+        console = embedded_console(a, cfg["namesrvAddr"], acl)
+        if console is not None:
+            await console.start()
+            announce(log, f"The console boot success: {console.url}")
+        return console
+    except Exception as exc:  # a port in use, a bad users file: the broker serves on without a console
+        announce(log, f"The console is not started: {exc}")
+        return None
 
 
 async def serve(a: argparse.Namespace, home: str) -> None:
@@ -90,10 +107,13 @@ async def serve(a: argparse.Namespace, home: str) -> None:
         await namesrv.close()
         raise
     announce(log, boot_line(broker))
+    console = await start_console(a, cfg)
     stop = stop_on_signals()
     try:
         await stop.wait()
     finally:
+        if console is not None:
+            await console.close()
         await broker.shutdown()
         await namesrv.close()
         announce(log, "rocketq standalone shutdown.")

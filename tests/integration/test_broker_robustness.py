@@ -231,6 +231,7 @@ def test_standalone_boots_and_serves(tmp_path):
     proc = start_rocketq(
         [
             "standalone",
+            "--no-console",
             "--home",
             str(tmp_path),
             "--namesrv-port",

@@ -40,6 +40,7 @@ def standalone(home: Path, ns_port: int, broker_port: int, conf: dict[str, str])
     path.write_text("".join(f"{k}={v}\n" for k, v in {**SMALL_STORE_CONF, **conf}.items()))
     args = [
         "standalone",
+        "--no-console",
         "--home",
         str(home),
         "--namesrv-port",

@@ -80,7 +80,7 @@ def test_second_standalone_on_a_home_refuses_and_the_first_keeps_its_acked_messa
         before = tree(home)
 
         second = run_cli(
-            "standalone", "--home", str(home), "--namesrv-port", str(free_port()),
+            "standalone", "--no-console", "--home", str(home), "--namesrv-port", str(free_port()),
             "--broker-port", str(free_port()), "-c", str(home / "broker.conf"),
         )  # fmt: skip
         assert second.returncode != 0

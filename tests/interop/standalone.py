@@ -32,22 +32,41 @@ class Standalone:
     namesrv: str
     broker: str
     home: Path
+    console_port: int | None = None
+
+    @property
+    def console(self) -> str:
+        assert self.console_port is not None, "started without a console (pass console=True)"
+        return f"http://127.0.0.1:{self.console_port}"
 
     def stop(self) -> int:
         return self.proc.stop()
 
 
-def start_standalone(home: Path, conf: dict[str, str] | None = None) -> Standalone:
+def start_standalone(
+    home: Path,
+    conf: dict[str, str] | None = None,
+    *,
+    console: bool = False,
+    console_args: tuple[str, ...] = (),
+) -> Standalone:
+    """A standalone on free ports; its web console only when ``console`` (on a free port too), else none:
+    several suites run on one machine at once, and the console's default port 8080 is one for all."""
     home.mkdir(parents=True, exist_ok=True)
     args = ["standalone", "--home", str(home), "--namesrv-port", "{port}"]
     broker_port = free_port()
     args += ["--broker-port", str(broker_port)]
+    console_port = free_port() if console else None
+    args += ["--console-port", str(console_port), *console_args] if console else ["--no-console"]
     conf = {**SMALL_STORE_CONF, **(conf or {})}
     path = home / "broker.conf"
     path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
     args += ["-c", str(path)]
     proc = start_rocketq(args, boot_line=BROKER_BOOT_MARK, timeout=60.0)
-    return Standalone(proc, proc.addr, f"127.0.0.1:{broker_port}", home)
+    sa = Standalone(proc, proc.addr, f"127.0.0.1:{broker_port}", home, console_port)
+    if console:
+        proc.wait_for_line("The console boot success", 30.0)
+    return sa
 
 
 def standalone_fixture(name: str) -> Any:

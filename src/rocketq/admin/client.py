@@ -28,13 +28,10 @@ from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.remoting import RemotingClient, RemotingError
 
+from .console_ops import ConsoleOps
 from .errors import AdminError, NamesrvUnreachableError, TopicNotFoundError
 from .records import StoredMessage, decode_offset_msg_id, decode_records, encode_properties
-
-try:  # fastjson-style bodies (object map keys) from the protocol package
-    from rocketq.protocol.lenient_json import loads as _lenient_loads
-except ImportError:  # pragma: no cover - only while protocol/ is being written
-    _lenient_loads = None
+from .wire import QueueConsumeStats, loads, mq_of
 
 TOOLS_CONSUMER = "TOOLS_CONSUMER"
 SELF_TEST_PRODUCER = "SELF_TEST_P_GROUP"
@@ -43,27 +40,6 @@ MASTER_ID = "0"
 PULL_SYSFLAG_SUBSCRIPTION = 4
 PERM_READ = 4
 PERM_WRITE = 2
-
-
-def loads(body: bytes) -> Any:
-    if not body:
-        return {}
-    if _lenient_loads is not None:
-        return _lenient_loads(body)
-    return orjson.loads(body)
-
-
-def mq_of(key: Any) -> tuple[str, str, int]:
-    """(topic, brokerName, queueId) of a MessageQueue map key however the parser produced it."""
-    if hasattr(key, "to_dict"):
-        key = key.to_dict()
-    if isinstance(key, str):
-        key = orjson.loads(key)
-    if isinstance(key, dict):
-        return str(key.get("topic", "")), str(key.get("brokerName", "")), int(key.get("queueId", 0))
-    if hasattr(key, "topic"):
-        return key.topic, key.broker_name, key.queue_id
-    raise AdminError(f"unrecognised message queue key {key!r}")
 
 
 @dataclass(slots=True)
@@ -85,20 +61,6 @@ class QueueOffsets:
     min_offset: int
     max_offset: int
     last_update_timestamp: int
-
-
-@dataclass(slots=True)
-class QueueConsumeStats:
-    topic: str
-    broker_name: str
-    queue_id: int
-    broker_offset: int
-    consumer_offset: int
-    last_timestamp: int
-
-    @property
-    def diff(self) -> int:
-        return max(0, self.broker_offset - self.consumer_offset)
 
 
 @dataclass(slots=True)
@@ -143,7 +105,7 @@ def new_uniq_key() -> str:
     return (raw + struct.pack(">H", _uniq_counter)).hex().upper()
 
 
-class AdminClient:
+class AdminClient(ConsoleOps):
     """Talks to the NameServer(s) and brokers. ``namesrv`` is ``"host:port[;host:port]"`` or a list."""
 
     def __init__(self, namesrv: str | Iterable[str], *, timeout_s: float = 5.0, rpc_hook: Any = None) -> None:
@@ -327,7 +289,8 @@ class AdminClient:
         return out
 
     # -- topics --------------------------------------------------------------------------------------------
-    async def create_topic(self, broker_addr: str, cfg: TopicConfig) -> None:
+    async def create_topic(self, broker_addr: str, cfg: TopicConfig, attributes: str | None = None) -> None:
+        """``attributes``: 5.x attribute changes ("+message.type=FIFO,-key")."""
         ext = H.CreateTopicRequestHeader(
             topic=cfg.topic_name,
             default_topic=DEFAULT_TOPIC,
@@ -338,6 +301,8 @@ class AdminClient:
             topic_sys_flag=cfg.topic_sys_flag,
             order=cfg.order,
         ).to_ext()
+        if attributes:
+            ext["attributes"] = attributes
         resp = await self.invoke_broker(broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
         self.check(resp, f"create topic {cfg.topic_name} on {broker_addr}")
 
@@ -444,7 +409,10 @@ class AdminClient:
         broker_name: str | None = None,
         queue_id: int | None = None,
         producer_group: str = SELF_TEST_PRODUCER,
+        properties: dict[str, str] | None = None,
+        flag: int = 0,
     ) -> SendResult:
+        """Send one message. ``properties``: more properties (user or system ones such as RETRY_TOPIC)."""
         queues = await self.topic_queues(topic, writable=True)
         if broker_name is not None:
             queues = [q for q in queues if q[0] == broker_name]
@@ -458,7 +426,7 @@ class AdminClient:
             raise AdminError(f"topic {topic!r} has no writable queue")
         name, addr, qid = random.choice(queues)
         uniq = new_uniq_key()
-        props: dict[str, str] = {}
+        props: dict[str, str] = dict(properties or {})
         if keys:
             props["KEYS"] = keys
         if tags:
@@ -471,7 +439,7 @@ class AdminClient:
             c=DEFAULT_TOPIC,
             d=4,
             e=qid,
-            f=0,
+            f=flag,
             g=int(time.time() * 1000),
             h=0,
             i=encode_properties(props),
@@ -611,40 +579,10 @@ class AdminClient:
         self, group: str, topic: str | None = None
     ) -> tuple[list[QueueConsumeStats], float]:
         """Per-queue broker/consumer offsets of a group over every master broker, and the summed TPS."""
-        masters = await self.master_addrs()
-        rows: list[QueueConsumeStats] = []
-        tps = 0.0
-        any_ok = False
-        last_err: AdminError | None = None
-        for name, addr in masters.items():
-            resp = await self.invoke_broker(
-                addr,
-                RequestCode.GET_CONSUME_STATS,
-                H.GetConsumeStatsRequestHeader(consumer_group=group, topic=topic).to_ext(),
-            )
-            if resp.code != ResponseCode.SUCCESS:
-                try:
-                    self.check(resp, f"consumerProgress {group} on {name}")
-                except AdminError as exc:
-                    last_err = exc
-                continue
-            any_ok = True
-            stats = loads(resp.body_bytes)
-            tps += float(stats.get("consumeTps", 0) or 0)
-            for key, w in (stats.get("offsetTable") or {}).items():
-                t, b, q = mq_of(key)
-                rows.append(
-                    QueueConsumeStats(
-                        t,
-                        b or name,
-                        q,
-                        int(w.get("brokerOffset", 0)),
-                        int(w.get("consumerOffset", 0)),
-                        int(w.get("lastTimestamp", 0)),
-                    )
-                )
-        if not any_ok and last_err is not None:
-            raise last_err
+        progress = await self.group_progress(group, topic)
+        rows = progress.rows
+        if not progress.answered and progress.errors:
+            raise progress.errors[-1]
         if not rows:  # as RocketMQ's admin: an empty offset table is an error, not an empty report
             raise AdminError(
                 f"no consume stats for group {group!r}"
@@ -652,8 +590,7 @@ class AdminClient:
                 + ": it has not consumed (committed an offset) yet",
                 ResponseCode.CONSUMER_NOT_ONLINE,
             )
-        rows.sort(key=lambda r: (r.topic, r.broker_name, r.queue_id))
-        return rows, tps
+        return rows, progress.tps
 
     async def consumer_connection(self, group: str) -> dict[str, Any]:
         masters = await self.master_addrs()
@@ -677,9 +614,13 @@ class AdminClient:
             raise last
         raise AdminError("no broker in the cluster")
 
-    async def create_subscription_group(self, broker_addr: str, cfg: SubscriptionGroupConfig) -> None:
+    async def create_subscription_group(
+        self, broker_addr: str, cfg: SubscriptionGroupConfig, extra: dict[str, Any] | None = None
+    ) -> None:
+        """``extra``: more SubscriptionGroupConfig fields (e.g. 5.x consumeMessageOrderly)."""
+        body = {**cfg.to_obj(), **(extra or {})}
         resp = await self.invoke_broker(
-            broker_addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, orjson.dumps(cfg.to_obj())
+            broker_addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, orjson.dumps(body)
         )
         self.check(resp, f"updateSubGroup {cfg.group_name} on {broker_addr}")
 

@@ -6,8 +6,9 @@ import argparse
 import time
 from typing import TextIO
 
-from rocketq.protocol import headers as H
-from rocketq.protocol.codes import RequestCode, ResponseCode
+import orjson
+
+from rocketq.protocol.codes import ResponseCode
 
 from .client import AdminClient
 from .errors import AdminError
@@ -128,16 +129,8 @@ async def query_msg_by_id(admin: AdminClient, a: argparse.Namespace, out: TextIO
 async def _consume_directly(
     admin: AdminClient, out: TextIO, msg: StoredMessage, group: str, client_id: str
 ) -> None:
-    masters = await admin.master_addrs()
-    addr = masters.get(msg.broker_name) or next(iter(masters.values()), None)
-    if addr is None:
-        raise AdminError("no broker to forward the message to the consumer")
-    ext = H.ConsumeMessageDirectlyResultRequestHeader(
-        consumer_group=group, client_id=client_id, msg_id=msg.offset_msg_id, broker_name=msg.broker_name
-    ).to_ext()
-    resp = await admin.invoke_broker(addr, RequestCode.CONSUME_MESSAGE_DIRECTLY, ext, timeout_s=10.0)
-    admin.check(resp, f"consume message directly by {client_id}")
-    out.write(f"ConsumeMessageDirectlyResult: {resp.body_bytes.decode('utf-8', 'replace')}\n")
+    result = await admin.consume_message_directly(group, client_id, msg.offset_msg_id, msg.broker_name)
+    out.write(f"ConsumeMessageDirectlyResult: {orjson.dumps(result).decode()}\n")
 
 
 def _by_key_args(p: argparse.ArgumentParser) -> None:
