@@ -48,7 +48,8 @@ async def serve(a: argparse.Namespace, home: str) -> None:
         if "storePathCommitLog" not in cfg.explicit:
             cfg.values["storePathCommitLog"] = os.path.join(cfg["storePathRootDir"], "commitlog")
     try:
-        broker = BrokerController(cfg, a.bind)
+        # one node: the HA port opens only when broker.conf asks for it (haListenPort), to let a slave follow
+        broker = BrokerController(cfg, a.bind, ha_listen="haListenPort" in cfg.explicit)
         await broker.start()
     except BaseException:
         await namesrv.close()

@@ -43,6 +43,10 @@ RUNTIME_KEYS = frozenset(
         "channelExpiredTimeout",
         "region",
         "syncFlushTimeout",  # read per send, as RocketMQ's handleDiskFlush does
+        "slaveReadEnable",
+        "whichBrokerWhenConsumeSlowly",
+        "accessMessageInMemoryMaxRatio",
+        "slaveTimeout",
     )
 )
 
@@ -109,8 +113,11 @@ def load_acl_hook(cfg: BrokerConfig):
 
 
 class BrokerController:
-    def __init__(self, cfg: BrokerConfig, bind_host: str | None = None) -> None:
+    def __init__(self, cfg: BrokerConfig, bind_host: str | None = None, ha_listen: bool = True) -> None:
         self.cfg = cfg
+        self.ha_listen = ha_listen  # masters open haListenPort (standalone: only when configured)
+        self.replication: Any = None  # broker/replication.py, once started
+        self.slave_sync: Any = None
         self.bind_host = bind_host or cfg["brokerIP1"]
         self.broker_perm = cfg["brokerPermission"]
         self.delay_levels = DelayLevels(cfg.delay_levels_ms)
@@ -147,7 +154,7 @@ class BrokerController:
     async def start(self) -> None:
         from rocketq.store import MessageStore
 
-        from .processors import admin, client, forward, offsets, pull, query, reply, send, sendback
+        from .processors import admin, client, forward, ha_status, offsets, pull, query, reply, send, sendback
         from .schedule import ScheduleMessageService
         from .transactions import TransactionService
 
@@ -157,6 +164,8 @@ class BrokerController:
         self.subscriptions.load()
         self.offsets.load()
 
+        # listenPort 0 (any free port) without a haListenPort: the HA port is any free one too, not port + 1
+        self.ha_any_port = self.cfg["listenPort"] == 0 and self.cfg["haListenPort"] <= 0
         if self.cfg["listenPort"] == 0:  # any free port: pick it now, the store host (msg ids) needs it
             with socket.socket() as probe:
                 probe.bind((self.bind_host, 0))
@@ -171,6 +180,9 @@ class BrokerController:
             # one pwrite (and under SYNC_FLUSH one group-commit wake-up) per run of pipelined sends
             self.server.set_burst_hooks(self.store.hold_flush_wakeups, self.store.release_flush_wakeups)
         await self.loop.run_in_executor(None, self.store.start)
+        from .replication import Replication
+
+        self.replication = Replication(self)
 
         pull_proc = pull.PullProcessor(self)
         self.hold = PullRequestHoldService(pull_proc.repull, self.store.get_max_offset_in_queue)
@@ -187,6 +199,7 @@ class BrokerController:
             admin.AdminProcessor(self),
             forward.ForwardProcessor(self),
             reply.ReplyProcessor(self),
+            ha_status.HAStatusProcessor(self),
         ]
         for proc in self.processors:
             proc.register(self.server)
@@ -200,8 +213,11 @@ class BrokerController:
         self.schedule.load()
 
         await self.server.start()
-        self.schedule.start()
-        self.transactions.start()
+        await self.replication.start(self.ha_listen)
+        self.store.set_arrival_listener(self.replication.arrival_listener(self.hold.arrival_listener))
+        if not self.replication.is_slave:  # a slave writes nothing of its own (RocketMQ starts neither)
+            self.schedule.start()
+            self.transactions.start()
         self.stats.start()
         from .processors.transaction import register as register_batch_transactions
 
@@ -216,6 +232,13 @@ class BrokerController:
                 self._every(self.cfg["flushConsumerOffsetInterval"] / 1000.0, self._persist_offsets)
             ),
         ]
+        if self.replication.is_slave:
+            from .slave_sync import PERIOD_S, SlaveSynchronize
+
+            self.slave_sync = SlaveSynchronize(self)
+            sync = self.slave_sync.sync_all
+            self.replication.ha.on_master_changed = lambda _addr: self.loop.create_task(sync())
+            self._tasks.append(self.loop.create_task(self._every(PERIOD_S, self.slave_sync.sync_all)))
 
     async def _every(self, period_s: float, fn) -> None:
         period_s = max(period_s, 0.05)
@@ -247,6 +270,8 @@ class BrokerController:
             for name, tc in table.items():
                 table[name] = dataclasses.replace(tc, perm=tc.perm & self.broker_perm)
         await self.namesrv.register_all(wrapper, self.broker_addr)
+        if self.replication is not None:
+            self.replication.on_registered(self.namesrv.last_results)
 
     async def register_now(self) -> None:
         """Register and wait for the name servers' answers (so a route exists when a request that
@@ -290,6 +315,8 @@ class BrokerController:
         self.clients.expire_s = self.cfg["channelExpiredTimeout"] / 1000.0
         if "syncFlushTimeout" in changes and self.flush_waiter is not None:
             self.flush_waiter.set_timeout(self.cfg["syncFlushTimeout"] / 1000.0)
+        if "slaveTimeout" in changes and self.replication is not None:
+            self.replication.ha.set_slave_timeout(self.cfg["slaveTimeout"] / 1000.0)
         for proc in self.processors:
             reload = getattr(proc, "reload", None)
             if reload is not None:
@@ -332,6 +359,11 @@ class BrokerController:
         self.stats.stop()
         if self.hold is not None:
             self.hold.stop()
+        if self.replication is not None:
+            try:
+                await self.replication.close()
+            except Exception:
+                log.exception("closing replication failed")
         try:
             await self.server.close(grace_s=0.5)
         except Exception:

@@ -54,6 +54,12 @@ class PullProcessor:
         self.long_polling = cfg["longPollingEnable"]
         self.short_polling_s = cfg["shortPollingTimeMills"] / 1000.0
         self.property_filter = cfg["enablePropertyFilter"]
+        self.slave = cfg["brokerRole"] == "SLAVE"  # a slave does not store offsets sent with pulls
+        self.slave_read = None  # slaveReadEnable, or a slave: the answers' suggestWhichBrokerId
+        if self.slave or cfg["slaveReadEnable"]:
+            from ..replication import SlaveRead
+
+            self.slave_read = SlaveRead(cfg)
         # SubscriptionData per (topic, expression, version, type): every PULL of a consumer carries the same
         # subscription; building it parses the tag expression and hashes each tag. Never mutated.
         self._subs: dict[tuple[str, str | None, int, str | None], SubscriptionData] = {}
@@ -155,8 +161,10 @@ class PullProcessor:
             "minOffset": str(result.min_offset),
             "maxOffset": str(result.max_offset),
         }
+        if self.slave_read is not None:
+            code, ext["suggestWhichBrokerId"] = self.slave_read.suggest(code, result, sgc, ctl.store)
         # commit only on the first pass (not when a held request is re-run), like RocketMQ
-        if allow_suspend and h.sys_flag & _COMMIT_OFFSET and h.commit_offset >= 0:
+        if allow_suspend and h.sys_flag & _COMMIT_OFFSET and h.commit_offset >= 0 and not self.slave:
             ctl.offsets.commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
         if code == _SUCCESS:
             stats = ctl.stats
