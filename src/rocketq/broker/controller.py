@@ -222,6 +222,12 @@ class BrokerController:
         from .processors.transaction import register as register_batch_transactions
 
         self.batch_transactions = register_batch_transactions(self)  # Spark exactly-once sink commits
+        if self.replication.is_slave:  # copies the master's metadata as soon as it learns its master
+            from .slave_sync import SlaveSynchronize
+
+            self.slave_sync = SlaveSynchronize(self)
+            sync = self.slave_sync.sync_all
+            self.replication.ha.on_master_changed = lambda _addr: self.loop.create_task(sync())
         await self.register_all()
         self._tasks += [
             self.loop.create_task(
@@ -232,12 +238,9 @@ class BrokerController:
                 self._every(self.cfg["flushConsumerOffsetInterval"] / 1000.0, self._persist_offsets)
             ),
         ]
-        if self.replication.is_slave:
-            from .slave_sync import PERIOD_S, SlaveSynchronize
+        if self.slave_sync is not None:
+            from .slave_sync import PERIOD_S
 
-            self.slave_sync = SlaveSynchronize(self)
-            sync = self.slave_sync.sync_all
-            self.replication.ha.on_master_changed = lambda _addr: self.loop.create_task(sync())
             self._tasks.append(self.loop.create_task(self._every(PERIOD_S, self.slave_sync.sync_all)))
 
     async def _every(self, period_s: float, fn) -> None:

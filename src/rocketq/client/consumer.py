@@ -453,15 +453,17 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
         }
 
     # -- offsets on the broker -------------------------------------------------------------------
+    # Offsets go to the master, or to a slave while the brokerName has none (RocketMQ's
+    # findBrokerAddressInAdmin): the master overwrites them from its own table when it is back.
     async def _query_offset(self, mq: MessageQueue) -> int:
-        addr = await self.instance.find_broker_addr_or_refresh(mq.broker_name, mq.topic)
+        addr = await self.instance.find_broker_addr_or_refresh(mq.broker_name, mq.topic, only_master=False)
         return await self.instance.api.query_consumer_offset(addr, self.group, mq)
 
     async def _update_offset(self, mq: MessageQueue, offset: int) -> None:
-        addr = self.instance.find_broker_addr(mq.broker_name)
+        addr = self.instance.find_broker_addr(mq.broker_name, only_master=False)
         if addr is None:
             await self.instance.update_topic_route(mq.topic)
-            addr = self.instance.find_broker_addr(mq.broker_name)
+            addr = self.instance.find_broker_addr(mq.broker_name, only_master=False)
         if addr is not None:
             await self.instance.api.update_consumer_offset(addr, self.group, mq, offset)
 
@@ -481,7 +483,7 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
             is_retry and cfw is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
         ):
             return 0
-        addr = await inst.find_broker_addr_or_refresh(mq.broker_name, mq.topic)
+        addr = await inst.find_broker_addr_or_refresh(mq.broker_name, mq.topic, only_master=False)
         try:
             if cfw is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET or is_retry:
                 return await inst.api.get_max_offset(addr, mq)
@@ -671,6 +673,9 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
                 if ahead is not None:
                     _forget(ahead[0])
                     ahead = None
+                # the broker may be gone (a master lost: its slave serves the queue): ask the NameServer
+                with contextlib.suppress(Exception):
+                    await inst.update_topic_route(mq.topic)
                 await asyncio.sleep(PULL_DELAY_ON_EXCEPTION_S)
                 continue
             if pq.dropped:
