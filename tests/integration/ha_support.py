@@ -190,6 +190,27 @@ def commitlog_bytes(node: Node, end: int | None = None) -> bytes:
     return data if end is None else data[: end - first]
 
 
+def same_log(a: Node, b: Node) -> bool:
+    """The two (stopped) brokers' CommitLogs are byte-identical: every segment both have holds the same
+    bytes, and a segment only one has (created ahead of the writer) holds nothing but zeros."""
+    files_a = {f for f in os.listdir(a.commitlog_dir) if len(f) == 20 and f.isdigit()}
+    files_b = {f for f in os.listdir(b.commitlog_dir) if len(f) == 20 and f.isdigit()}
+    for f in sorted(files_a | files_b):
+        da = (a.commitlog_dir / f).read_bytes() if f in files_a else None
+        db = (b.commitlog_dir / f).read_bytes() if f in files_b else None
+        if da is None or db is None:
+            if (da or db or b"").strip(b"\0"):
+                return False
+        elif da != db:
+            return False
+    return bool(files_a)
+
+
+def topic_on(addr: str, topic: str) -> bool:
+    resp = asyncio.run(invoke(addr, RequestCode.GET_ALL_TOPIC_CONFIG))
+    return resp.code == ResponseCode.SUCCESS and topic in orjson.loads(resp.body_bytes)["topicConfigTable"]
+
+
 def scan_records(node: Node) -> list[tuple[int, int, str, int, int, bytes]]:
     """Every record of a (stopped) broker's CommitLog, CRC-checked: (phys, size, topic, qid, qoff, body)."""
     from rocketq.protocol.record import decode_record

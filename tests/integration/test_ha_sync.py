@@ -17,6 +17,7 @@ from tests.integration.ha_support import (
     ha_status,
     invoke,
     runtime_info,
+    same_log,
     start_ha_cluster,
     wait_caught_up,
     wait_slave_attached,
@@ -90,8 +91,7 @@ def test_sync_master_statuses_and_a_byte_identical_slave(cluster):
 
     # byte-identical logs (the slave started empty while the master was in its first segment)
     assert cluster.stop("s") == 0 and cluster.stop("m") == 0
-    master_log = commitlog_bytes(m)
-    assert len(master_log) > 0 and commitlog_bytes(s) == master_log
+    assert len(commitlog_bytes(m).strip(b"\0")) > 300 * 100 and same_log(m, s)
 
 
 def test_ha_status_admin_command(cluster):
