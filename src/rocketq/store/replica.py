@@ -271,24 +271,36 @@ class ReplicaAppender:
                 units.append((topic, qid, base + pos, size, tags_code, qoff))
             store_ts = ts
             pos = rec_end
+        # The queue units first: a record whose unit cannot be written (no space for a new ConsumeQueue file)
+        # is not committed, nor anything after it; the stream resumes there (units already written are
+        # skipped then). Nothing reads between these steps: readers run on the appending thread too, and the
+        # index thread only reads below the wrote position.
+        cq_of = store._cq
+        done = 0
+        for topic, qid, phys, size, tags_code, qoff in units:
+            key = (topic, qid)
+            try:
+                cq = cq_table.get(key) or cq_of(topic, qid)
+                ok = cq.put(phys, size, tags_code, qoff)
+            except OSError:
+                ok = False
+            if not ok:
+                pos = phys - base
+                error = ReplicaError("io", f"cannot write the unit {qoff} of consume queue {topic}/{qid}")
+                break
+            if qoff + 1 > queue_table.get(key, 0):
+                queue_table[key] = qoff + 1
+            self._arrived[key] = qoff + 1
+            done += 1
+        self.appended_records += done
         committed = pos - mf.wrote_position
         if committed:
             mf.wrote_position = pos
-            mf.store_timestamp = store_ts or mf.store_timestamp
-            if store_ts:
+            if store_ts and error is None:  # (after a cut the newest timestamp is not known: keep the older)
+                mf.store_timestamp = store_ts
                 self.cl.append_ts = store_ts
             if faultfs.CRASH_AT is not None:
                 faultfs.crash_point("replica.after_append")
-            cq_of = store._cq
-            for topic, qid, phys, size, tags_code, qoff in units:
-                key = (topic, qid)
-                cq = cq_table.get(key) or cq_of(topic, qid)
-                if not cq.put(phys, size, tags_code, qoff):
-                    log.error("consume queue %s/%d: cannot write unit %d", topic, qid, qoff)
-                if qoff + 1 > queue_table.get(key, 0):
-                    queue_table[key] = qoff + 1
-                self._arrived[key] = qoff + 1
-            self.appended_records += len(units)
         self.pending = 0 if error is not None else self.pending - committed
         if error is not None:
             raise error

@@ -210,3 +210,30 @@ def test_arrival_listener_hears_each_extended_queue(tmp_path):
     finally:
         m.shutdown()
         sl.shutdown()
+
+
+def test_a_queue_unit_that_cannot_be_written_stops_the_chunk_there(tmp_path, monkeypatch):
+    from rocketq.store.consume_queue import ConsumeQueue
+
+    m = open_store(tmp_path / "m")
+    sl = slave_store(tmp_path / "s")
+    try:
+        rs = [m.put_message(msg(body=b"%d" % i * 50)) for i in range(6)]
+        data = bytes(m.commit_log.mfq.files[0].view[: m.max_phy_offset])
+        real_put = ConsumeQueue.put
+
+        def failing_put(self, phys, size, tags_code, qoff):
+            return False if qoff == 3 else real_put(self, phys, size, tags_code, qoff)
+
+        monkeypatch.setattr(ConsumeQueue, "put", failing_put)
+        app = sl.replica_appender()
+        with pytest.raises(ReplicaError) as e:
+            app.append(0, data)
+        assert e.value.kind == "io" and "unit 3" in str(e.value)
+        assert sl.max_phy_offset == rs[3].wrote_offset and sl.get_max_offset_in_queue("T", 0) == 3
+        monkeypatch.setattr(ConsumeQueue, "put", real_put)
+        assert app.append(sl.max_phy_offset, data[sl.max_phy_offset :]) == m.max_phy_offset
+        assert queue_units(sl) == queue_units(m)
+    finally:
+        m.shutdown()
+        sl.shutdown()
