@@ -53,7 +53,7 @@ class Node:
 
     @property
     def commitlog_dir(self) -> Path:
-        return self.home / "store" / "commitlog"
+        return Path(self.conf["storePathRootDir"]) / "commitlog"
 
 
 @dataclass

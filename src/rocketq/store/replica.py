@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -69,6 +70,14 @@ def _tags_of(props: bytes) -> str | None:
     v = i + len(_TAGS)
     j = props.find(b"\x02", v)
     return (props[v:] if j < 0 else props[v:j]).decode("utf-8", "replace")
+
+
+def _space_hint(path: str) -> str:
+    try:
+        du = shutil.disk_usage(path)
+    except OSError:
+        return ""
+    return f" (disk full: {du.free} bytes free)" if du.free < max(du.total // 100, 1 << 20) else ""
 
 
 class ReplicaAppender:
@@ -286,7 +295,8 @@ class ReplicaAppender:
                 ok = False
             if not ok:
                 pos = phys - base
-                error = ReplicaError("io", f"cannot write the unit {qoff} of consume queue {topic}/{qid}")
+                why = _space_hint(store.config.store_path_root_dir)
+                error = ReplicaError("io", f"cannot write unit {qoff} of consume queue {topic}/{qid}{why}")
                 break
             if qoff + 1 > queue_table.get(key, 0):
                 queue_table[key] = qoff + 1
