@@ -121,14 +121,14 @@ def start_ha_cluster(home: Path) -> HACluster:
 
 # -- asking the brokers ----------------------------------------------------------------------------------
 async def invoke(
-    addr: str, code: int, ext: dict[str, str] | None = None, body: bytes = b""
+    addr: str, code: int, ext: dict[str, str] | None = None, body: bytes = b"", hook=None
 ) -> RemotingCommand:
-    async with RemotingClient() as c:
+    async with RemotingClient(rpc_hook=hook) as c:
         return await c.invoke(addr, RemotingCommand.request(code, ext or {}, body), 5.0)
 
 
-def ha_status(addr: str) -> dict:
-    resp = asyncio.run(invoke(addr, RequestCode.GET_BROKER_HA_STATUS))
+def ha_status(addr: str, hook=None) -> dict:
+    resp = asyncio.run(invoke(addr, RequestCode.GET_BROKER_HA_STATUS, hook=hook))
     assert resp.code == ResponseCode.SUCCESS, resp.remark
     return orjson.loads(resp.body_bytes)
 
@@ -139,9 +139,9 @@ def runtime_info(addr: str) -> dict[str, str]:
     return orjson.loads(resp.body_bytes)["table"]
 
 
-def create_topic(addr: str, topic: str, queues: int = 4) -> None:
+def create_topic(addr: str, topic: str, queues: int = 4, hook=None) -> None:
     ext = {"topic": topic, "readQueueNums": str(queues), "writeQueueNums": str(queues), "perm": "6"}
-    resp = asyncio.run(invoke(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext))
+    resp = asyncio.run(invoke(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext, hook=hook))
     assert resp.code == ResponseCode.SUCCESS, resp.remark
 
 
@@ -206,8 +206,8 @@ def same_log(a: Node, b: Node) -> bool:
     return bool(files_a)
 
 
-def topic_on(addr: str, topic: str) -> bool:
-    resp = asyncio.run(invoke(addr, RequestCode.GET_ALL_TOPIC_CONFIG))
+def topic_on(addr: str, topic: str, hook=None) -> bool:
+    resp = asyncio.run(invoke(addr, RequestCode.GET_ALL_TOPIC_CONFIG, hook=hook))
     return resp.code == ResponseCode.SUCCESS and topic in orjson.loads(resp.body_bytes)["topicConfigTable"]
 
 
