@@ -59,6 +59,7 @@ log = logging.getLogger(__name__)
 Listener = Callable[[list[MessageExt]], Any]
 
 PULL_DELAY_ON_EXCEPTION_S = 3.0
+RETRY_REBALANCE_S = 1.0  # queues whose start offset could not be read are tried again this soon
 PULL_DELAY_ON_FLOW_CONTROL_S = 0.05
 
 
@@ -547,10 +548,12 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
         # every new queue's start offset at once (one broker round trip each), so that their pulls start
         # together rather than one round trip apart
         offsets = await asyncio.gather(*map(self._compute_pull_from_where, new_mqs), return_exceptions=True)
+        retry = False
         for mq, offset in zip(new_mqs, offsets, strict=True):
             if not isinstance(offset, int) or offset < 0:
                 if isinstance(offset, BaseException):
                     log.warning("compute pull offset of %s failed: %r", mq, offset)
+                retry = True
                 continue
             pq = ProcessQueue()
             if self.orderly:
@@ -558,6 +561,13 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
             self._pqs[mq] = pq
             self._pull_tasks[mq] = asyncio.get_running_loop().create_task(self._pull_loop(mq, pq, offset))
             changed = True
+        if retry and self._running:
+            # a broker did not answer (a master just lost: the route may not show it yet): try these queues
+            # again in a second, with a fresh route, rather than at the next rebalance period
+            inst = self.instance
+            with contextlib.suppress(Exception):
+                await inst.update_topic_route(topic)
+            asyncio.get_running_loop().call_later(RETRY_REBALANCE_S, inst.rebalance_immediately)
         return changed
 
     async def _remove_unnecessary(self, mq: MessageQueue, pq: ProcessQueue) -> None:
