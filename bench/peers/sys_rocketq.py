@@ -22,6 +22,11 @@ DISK_GUARD = {
     "diskMaxUsedSpaceRatio": "99",
 }
 DISK_GUARD_CONF = "".join(f"{k}={v}\n" for k, v in DISK_GUARD.items())
+# RocketMQ's production store sizes (`rocketq standalone` alone sizes its store for a laptop)
+PRODUCTION_SIZES_CONF = (
+    "mappedFileSizeCommitLog=1073741824\nmappedFileSizeConsumeQueue=6000000\n"
+    "maxHashSlotNum=5000000\nmaxIndexNum=20000000\n"
+)
 
 
 class RocketqServer(Server):
@@ -37,6 +42,7 @@ class RocketqServer(Server):
             f.write(
                 f"brokerClusterName=DefaultCluster\nbrokerName=broker-a\nflushDiskType={flush}\n"
                 f"haListenPort={free_port()}\nautoCreateTopicEnable=false\n{PULL_BATCH_CONF}{DISK_GUARD_CONF}"
+                f"{PRODUCTION_SIZES_CONF}"
             )
             # experiments only (A/B of a broker setting): extra broker.conf lines, ';'-separated
             for line in os.environ.get("ROCKETQ_BENCH_BROKER_CONF", "").split(";"):

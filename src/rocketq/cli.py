@@ -23,11 +23,25 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 # subcommands that run a broker (event loop + store threads): they get the broker's interpreter settings
 BROKER_COMMANDS = frozenset(("broker", "standalone"))
 
+EXAMPLES = """\
+examples:
+  rocketq standalone              NameServer 127.0.0.1:9876 + Broker 127.0.0.1:10911, data in ~/.rocketq
+  rocketq namesrv -p 9876         a NameServer on its own
+  rocketq broker -n 127.0.0.1:9876 -c broker.conf
+  rocketq admin updateTopic -n 127.0.0.1:9876 -c DefaultCluster -t TopicTest -r 4 -w 4
+  rocketq admin clusterList -n 127.0.0.1:9876
+  rocketq admin                   every mqadmin command (`rocketq admin CMD -h`: one command's flags)
+  rocketq COMMAND -h              the options of a command
+
+docs: docs/quickstart.md, docs/configuration.md, docs/mqadmin.md (in the source tree)"""
+
 USAGE = (
-    "usage: rocketq {"
+    "usage: rocketq [--version] {"
     + ",".join(SUBCOMMANDS)
     + "} [args...]\n\n"
     + "\n".join(f"  {name:<12} {desc}" for name, (_, desc) in SUBCOMMANDS.items())
+    + "\n\n"
+    + EXAMPLES
 )
 
 
@@ -52,6 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args or args[0] in ("-h", "--help", "help"):
         print(USAGE)
         return 0 if args else 2
+    if args[0] in ("--version", "-V", "version"):
+        from rocketq import __version__
+
+        print(f"rocketq {__version__}")
+        return 0
     name = args.pop(0)
     if name not in SUBCOMMANDS:
         print(f"rocketq: unknown command {name!r}\n{USAGE}", file=sys.stderr)

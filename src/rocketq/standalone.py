@@ -8,10 +8,30 @@ import logging
 import os
 import sys
 
-from rocketq.broker.config import ConfigError, load_config
+from rocketq.broker.config import BrokerConfig, ConfigError, load_config
 from rocketq.broker.controller import BrokerController
 from rocketq.broker.main import boot_line, stop_on_signals
+from rocketq.logs import LogSetupError, announce, setup_process_logging
 from rocketq.remoting import run
+
+log = logging.getLogger("rocketq.broker")
+ns_log = logging.getLogger("rocketq.namesrv")
+
+# The embedded default is sized for a laptop: RocketMQ's production sizes preallocate two 1 GiB CommitLog
+# segments, a 420 MB IndexFile and 6 MB per consume queue before the first message; here an empty store
+# takes about 75 MB. A key set in broker.conf (either spelling) wins; see docs/configuration.md.
+EMBEDDED_STORE_SIZES: dict[str, tuple[int, str | None]] = {  # key -> (value, older spelling)
+    "mappedFileSizeCommitLog": (32 * 1024 * 1024, "mapedFileSizeCommitLog"),
+    "mappedFileSizeConsumeQueue": (30_000 * 20, "mapedFileSizeConsumeQueue"),
+    "maxHashSlotNum": (100_000, None),
+    "maxIndexNum": (400_000, None),
+}
+
+
+def apply_embedded_sizes(cfg: BrokerConfig) -> None:
+    for key, (value, old) in EMBEDDED_STORE_SIZES.items():
+        if key not in cfg.explicit and old not in cfg.explicit:
+            cfg.values[key] = value
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -36,13 +56,16 @@ async def serve(a: argparse.Namespace, home: str) -> None:
     ns_cfg.home = home
     namesrv = NamesrvController(ns_cfg)
     await namesrv.start()
-    print(BOOT_LINE, flush=True)
+    announce(ns_log, BOOT_LINE)
     ns_addr = f"{'127.0.0.1' if bind in ('0.0.0.0', '::') else bind}:{namesrv.server.port}"
 
     overrides: dict[str, object] = {"namesrvAddr": ns_addr}
     if a.broker_port is not None:
         overrides["listenPort"] = a.broker_port
     cfg = load_config(a.config, overrides)
+    apply_embedded_sizes(cfg)
+    for line in cfg.listing():
+        log.info("broker config %s", line)
     if "storePathRootDir" not in cfg.explicit:
         cfg.values["storePathRootDir"] = os.path.join(home, "store")
         if "storePathCommitLog" not in cfg.explicit:
@@ -54,21 +77,25 @@ async def serve(a: argparse.Namespace, home: str) -> None:
     except BaseException:
         await namesrv.close()
         raise
-    print(boot_line(broker), flush=True)
+    announce(log, boot_line(broker))
     stop = stop_on_signals()
     try:
         await stop.wait()
     finally:
         await broker.shutdown()
         await namesrv.close()
-        print("rocketq standalone shutdown.", flush=True)
+        announce(log, "rocketq standalone shutdown.")
 
 
 def main(argv: list[str]) -> int:
     a = parse_args(argv)
-    logging.basicConfig(level=a.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     home = os.path.abspath(os.path.expanduser(a.home))
-    os.makedirs(home, exist_ok=True)
+    try:
+        os.makedirs(home, exist_ok=True)
+        setup_process_logging(home, a.log_level, {"namesrv.log": "rocketq.namesrv", "broker.log": None})
+    except (OSError, LogSetupError) as exc:
+        print(f"rocketq standalone: {exc}", file=sys.stderr)
+        return 2
     try:
         run(serve(a, home))
     except ConfigError as exc:

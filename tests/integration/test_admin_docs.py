@@ -81,3 +81,20 @@ def test_quickstart_runs_as_written(tmp_path: Path) -> None:
         assert ran_python == 2 and ran_admin >= 8
     finally:
         sa.stop()
+
+
+def test_topic_name_rule_is_the_same_in_help_docs_and_code() -> None:
+    import io
+
+    from rocketq.admin.cmd_topic import TOPIC_MAX_LEN, TOPIC_RE
+    from rocketq.admin.main import main
+
+    out = io.StringIO()
+    assert main(["help", "updateTopic"], out=out) == 0  # what `updateTopic -h` prints
+    help_text = " ".join(out.getvalue().split())
+    pattern = TOPIC_RE.pattern
+    assert f"{pattern}, at most {TOPIC_MAX_LEN} characters" in help_text
+    row = next(
+        ln for ln in (DOCS / "mqadmin.md").read_text().splitlines() if ln.startswith("| `updateTopic`")
+    )
+    assert f"`{pattern.replace('|', chr(92) + '|')}`, ≤ {TOPIC_MAX_LEN} characters" in row

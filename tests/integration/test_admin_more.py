@@ -4,6 +4,7 @@ getBrokerConfig, update/deleteKvConfig, queryMsgByUniqueKey) and AdminClient hel
 from __future__ import annotations
 
 import json
+import re
 
 from tests.interop.standalone import (
     Standalone,
@@ -73,6 +74,10 @@ def test_broker_config_and_kv(sa: Standalone, admin: MQAdminExt) -> None:
     out = mqadmin_ok(sa.namesrv, "getBrokerConfig", "-b", sa.broker)
     assert "brokerClusterName" in out and CLUSTER in out
     assert "brokerName" in admin.broker_config(sa.broker)
+    # each store size once, under RocketMQ 4.x's current name, with the size in effect (SMALL_STORE_CONF)
+    listed = re.findall(r"^(\w+FileSize\w+)\s*=\s*(\d+)", out, re.M)
+    assert dict(listed)["mappedFileSizeCommitLog"] == str(64 * 1024 * 1024)
+    assert len(listed) == 2 and "mapedFileSizeCommitLog" not in out
     mqadmin_ok(sa.namesrv, "updateKvConfig", "-s", "NS_TEST", "-k", "k1", "-v", "v1")
     assert admin.get_kv_config("NS_TEST", "k1") == "v1"
     mqadmin_ok(sa.namesrv, "deleteKvConfig", "-s", "NS_TEST", "-k", "k1")

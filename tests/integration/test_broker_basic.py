@@ -380,3 +380,15 @@ def test_send_stores_client_property_string_like_the_dict_path(cluster):
             assert r.code == ResponseCode.SUCCESS, r.remark
 
     run(go())
+
+
+def test_processes_write_rocketmq_style_logs(cluster):
+    """namesrv.log under the NameServer's --home, broker.log beside the broker's store (RocketMQ's
+    ~/logs/rocketmqlogs for its default ~/store): the boot lines and the broker's config are in them."""
+    broker_log = cluster.home / "logs" / "rocketmqlogs" / "broker.log"  # cluster.home: the broker's
+    namesrv_log = cluster.home.parent / "ns" / "logs" / "rocketmqlogs" / "namesrv.log"
+    broker_text = broker_log.read_text()
+    assert "The broker[broker-t, " in broker_text and "boot success" in broker_text
+    assert "broker config brokerName=broker-t" in broker_text
+    assert "The Name Server boot success" in namesrv_log.read_text()
+    assert "The broker[" in cluster.broker.output  # the boot line is still on stdout

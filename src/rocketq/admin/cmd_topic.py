@@ -50,7 +50,9 @@ def _broker_or_cluster(p: argparse.ArgumentParser) -> None:
 
 def _update_topic_args(p: argparse.ArgumentParser) -> None:
     _broker_or_cluster(p)
-    p.add_argument("-t", "--topic", required=True, help="topic name (^[a-zA-Z0-9_-]+$)")
+    p.add_argument(
+        "-t", "--topic", required=True, help="topic name: ^[%%|a-zA-Z0-9_-]+$, at most 127 characters"
+    )
     p.add_argument("-r", "--readQueueNums", dest="read", type=int, default=8, help="read queue count (8)")
     p.add_argument("-w", "--writeQueueNums", dest="write", type=int, default=8, help="write queue count (8)")
     p.add_argument("-p", "--perm", type=int, default=6, help="permission W=2|R=4|WR=6 (6)")

@@ -126,6 +126,14 @@ _KEYS: dict[str, tuple[type, Any]] = {
     "innerClientAuthenticationCredentials": (str, ""),
 }
 
+# RocketMQ renamed these keys (4.x "maped" -> "mapped"): both spellings are read, the newer one wins when
+# non-zero; listings show each once, under the newer name, with the size in effect
+_RENAMED = {
+    "mapedFileSizeCommitLog": ("mappedFileSizeCommitLog", "commitlog_file_size"),
+    "mapedFileSizeConsumeQueue": ("mappedFileSizeConsumeQueue", "consume_queue_file_size"),
+}
+_NEW_NAMES = {new for new, _ in _RENAMED.values()}
+
 _VALID_FLUSH = ("ASYNC_FLUSH", "SYNC_FLUSH")
 _VALID_ROLE = ("ASYNC_MASTER", "SYNC_MASTER", "SLAVE")
 _DELAY_UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -225,6 +233,18 @@ class BrokerConfig:
     @property
     def config_dir(self) -> str:
         return os.path.join(self["storePathRootDir"], "config")
+
+    def listing(self) -> list[str]:
+        """``key=value`` lines as getBrokerConfig and ``rocketq broker -p`` show them."""
+        lines = []
+        for key, value in self.values.items():
+            if key in _NEW_NAMES:
+                continue
+            if key in _RENAMED:
+                key, attr = _RENAMED[key]
+                value = getattr(self, attr)
+            lines.append(f"{key}={str(value).lower() if isinstance(value, bool) else value}")
+        return lines
 
     def namesrv_addrs(self) -> list[str]:
         return [a.strip() for a in self["namesrvAddr"].split(";") if a.strip()]

@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 
+from rocketq.logs import LogSetupError, announce, setup_process_logging
 from rocketq.remoting import run
 
 from .config import BrokerConfig, ConfigError, load_config
@@ -77,28 +78,37 @@ def stop_on_signals() -> asyncio.Event:
 async def serve(ctl: BrokerController, ready=None) -> None:
     await ctl.start()
     stop = stop_on_signals()
-    print(boot_line(ctl), flush=True)
+    announce(log, boot_line(ctl))
     if ready is not None:
         ready()
     try:
         await stop.wait()
     finally:
         await ctl.shutdown()
-        print(f"The broker[{ctl.cfg['brokerName']}, {ctl.broker_addr}] shutdown.", flush=True)
+        announce(log, f"The broker[{ctl.cfg['brokerName']}, {ctl.broker_addr}] shutdown.")
 
 
 def main(argv: list[str]) -> int:
     a = build_parser().parse_args(argv)
-    logging.basicConfig(level=a.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         cfg = config_from_args(a)
     except ConfigError as exc:
         print(f"rocketq broker: {exc}", file=sys.stderr)
         return 2
     if a.print_config:
-        for k, v in cfg.values.items():
-            print(f"{k}={str(v).lower() if isinstance(v, bool) else v}")
+        print("\n".join(cfg.listing()))
         return 0
+    # RocketMQ logs to ~/logs/rocketmqlogs: the parent of its default store (~/store) is that home
+    home = (
+        a.home or os.environ.get("ROCKETQ_HOME") or os.path.dirname(os.path.abspath(cfg["storePathRootDir"]))
+    )
+    try:
+        setup_process_logging(home, a.log_level, {"broker.log": None})
+    except LogSetupError as exc:
+        print(f"rocketq broker: {exc}", file=sys.stderr)
+        return 2
+    for line in cfg.listing():
+        log.info("broker config %s", line)
     try:
         ctl = BrokerController(cfg, a.bind)
     except ConfigError as exc:

@@ -23,7 +23,7 @@ from .persist import ConfigFile
 from .restore import STORED, real_destination, restored
 
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from .context import BrokerContext
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ GROUP = "SCHEDULE_SERVICE"
 
 
 class ScheduleMessageService:
-    def __init__(self, ctl: BrokerController) -> None:
+    def __init__(self, ctl: BrokerContext) -> None:
         self.ctl = ctl
         self.levels = ctl.delay_levels
         self.offsets: dict[int, int] = {}

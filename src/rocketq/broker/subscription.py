@@ -6,11 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from rocketq.filter.sql92 import compile_sql
+from rocketq.filter.tags import SUB_ALL, tag_hash
 from rocketq.protocol.frame import ProtocolError
 from rocketq.protocol.record import decode_record
-from rocketq.protocol.tags import SUB_ALL, tag_hash
-
-from .sql92 import compile_sql
 
 # Java String.hashCode (UTF-16 code units, signed int32): the consume queue's tag code.
 java_string_hash = tag_hash

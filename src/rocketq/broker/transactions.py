@@ -37,7 +37,7 @@ from rocketq.remoting import Channel
 from .restore import STORED, real_destination, restored
 
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from .context import BrokerContext
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ def _read_all(store, topic: str, start: int, stop: int):
 
 
 class TransactionService:
-    def __init__(self, ctl: BrokerController) -> None:
+    def __init__(self, ctl: BrokerContext) -> None:
         self.ctl = ctl
         cfg = ctl.cfg
         self.timeout_ms = cfg["transactionTimeOut"]

@@ -9,7 +9,7 @@ from .allocate import (
 )
 from .consume import ConsumeConcurrentlyContext, ConsumeOrderlyContext
 from .consumer import PushConsumer
-from .instance import ClientConfig
+from .instance import ClientConfig, set_producer_factory
 from .lite_pull import LitePullConsumer
 from .message import (
     ConsumeFromWhere,
@@ -33,6 +33,8 @@ from .transaction import (
     TransactionProducer,
     TransactionSendResult,
 )
+
+set_producer_factory(Producer)  # the instance and the trace dispatcher make producers without importing them
 
 __all__ = [
     "ClientConfig",

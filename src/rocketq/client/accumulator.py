@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from rocketq.protocol import properties as _props
 
@@ -36,7 +36,7 @@ from .message import (
 )
 
 if TYPE_CHECKING:
-    from .producer import Producer
+    from .trace import TraceDispatcher
 
 DEFAULT_BATCH_MAX_DELAY_MS = 0
 DEFAULT_BATCH_MAX_BYTES = 32 * 1024  # RocketMQ's holdSize
@@ -96,8 +96,21 @@ class _Open:
         self.wait = wait
 
 
+class BatchSender(Protocol):
+    """What the accumulator needs of the Producer that owns it (producer.py imports this module)."""
+
+    compress_msg_body_over_howmuch: int
+    _trace: TraceDispatcher | None
+
+    async def _send_batched(
+        self, msgs: Message | EncodedBatch, topic: str, queue: MessageQueue | None, timeout_s: float
+    ) -> SendResult: ...
+
+
 class ProduceAccumulator:
-    def __init__(self, producer: Producer, max_delay_ms: int, max_bytes: int, total_max_bytes: int) -> None:
+    def __init__(
+        self, producer: BatchSender, max_delay_ms: int, max_bytes: int, total_max_bytes: int
+    ) -> None:
         check_batch_settings(max_delay_ms, max_bytes, total_max_bytes)
         self._producer = producer
         self.max_delay_ms = max_delay_ms

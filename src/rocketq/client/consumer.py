@@ -1,3 +1,4 @@
+# Over 600 lines: lifecycle, rebalance and the pull loop of PushConsumer; moving the pull loop out is planned.
 """PushConsumer (DefaultMQPushConsumer) — asyncio core: rebalance, long-polling pull loop per queue,
 flow control, concurrent or orderly consumption, retry via send-back, offset commit."""
 
@@ -53,6 +54,7 @@ from .pull import (
 )
 from .subscription import EXPRESSION_TAG, MessageSelector, SubscriptionData
 from .trace import TraceDispatcher
+from .validators import check_consumer, log_missing_topic
 
 log = logging.getLogger(__name__)
 
@@ -198,6 +200,7 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
             raise MQClientError(-1, "messageListener is null")
         if not self._subs:
             raise MQClientError(-1, "no subscription")
+        check_consumer(self.group, self._subs)
         if self.message_model is MessageModel.CLUSTERING:
             self._subs.setdefault(
                 retry_topic(self.group), SubscriptionData.build(retry_topic(self.group), "*")
@@ -215,7 +218,8 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
         await inst.start()
         for topic in list(self._subs):
             try:
-                await inst.update_topic_route(topic)
+                if not await inst.update_topic_route(topic):
+                    log_missing_topic(self.group, topic, inst.namesrv_addrs)
             except Exception as exc:
                 log.warning("route of %s: %s", topic, exc)
         await self._check_filters()

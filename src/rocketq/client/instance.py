@@ -8,7 +8,7 @@ import contextlib
 import logging
 import os
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import orjson
@@ -45,6 +45,24 @@ class ConsumerInner(Protocol):
     def consumer_data(self) -> dict[str, Any]: ...
     async def do_rebalance(self) -> None: ...
     async def persist_consumer_offset(self) -> None: ...
+
+
+class InnerProducer(Protocol):
+    """A producer the client makes for its own use (CLIENT_INNER_PRODUCER, the message-trace producer)."""
+
+    async def start(self) -> None: ...
+    async def shutdown(self) -> None: ...
+    async def send(self, msgs: Any) -> Any: ...
+
+
+# Makes a client/producer.Producer. producer.py imports this module, so this module never imports it: the
+# package's __init__ (which imports both) installs the factory with set_producer_factory.
+_producer_factory: Callable[..., InnerProducer] | None = None
+
+
+def set_producer_factory(factory: Callable[..., InnerProducer]) -> None:
+    global _producer_factory
+    _producer_factory = factory
 
 
 class ClientConfig:
@@ -203,12 +221,16 @@ class MQClientInstance:
 
         await asyncio.gather(*(one(a) for a in addrs))
 
+    def new_producer(self, group: str, **options: Any) -> InnerProducer:
+        """A producer of ``group`` sharing this instance (not started yet)."""
+        if _producer_factory is None:  # only before rocketq.client's __init__ has run
+            raise RuntimeError("rocketq.client.instance used before rocketq.client was imported")
+        return _producer_factory(group, namesrv=self.namesrv_addrs, _instance=self, **options)
+
     async def inner_producer(self) -> Any:
         """CLIENT_INNER_PRODUCER: re-sends consumed messages to %RETRY% when CONSUMER_SEND_MSG_BACK fails."""
         if self._inner_producer is None:
-            from .producer import Producer
-
-            p = Producer("CLIENT_INNER_PRODUCER", namesrv=self.namesrv_addrs, _instance=self)
+            p = self.new_producer("CLIENT_INNER_PRODUCER")
             await p.start()
             self._inner_producer = p
         return self._inner_producer

@@ -18,6 +18,7 @@ from .message import ConsumeFromWhere, MessageExt, MessageModel, MessageQueue, M
 from .offset_store import ReadOffsetType
 from .process_queue import ProcessQueue
 from .subscription import SubscriptionData
+from .validators import check_consumer, log_missing_topic
 
 
 class LitePullConsumer(PushConsumer):
@@ -82,6 +83,7 @@ class LitePullConsumer(PushConsumer):
     async def start(self) -> None:
         if self._running:
             return
+        check_consumer(self.group, self._subs)
         inst = await self._attach_instance()
         self._buffer = asyncio.Queue()
         self._running = True
@@ -91,7 +93,8 @@ class LitePullConsumer(PushConsumer):
         topics = set(self._subs) | {mq.topic for mq in self._assigned or ()}
         for topic in topics:
             with contextlib.suppress(Exception):
-                await inst.update_topic_route(topic)
+                if not await inst.update_topic_route(topic):
+                    log_missing_topic(self.group, topic, inst.namesrv_addrs)
         await self._check_filters()
         await inst.send_heartbeat_all()
         if self._assigned is not None:

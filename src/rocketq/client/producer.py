@@ -1,10 +1,10 @@
+# Over 600 lines: one public class (every send form, auto-batch); moving request building out is planned.
 """Producer (DefaultMQProducer) — asyncio core. The synchronous facade in rocketq.sync wraps it."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -65,6 +65,7 @@ from .message import (
 from .route import LatencyFaultTolerance, TopicPublishInfo, TopicRouteData, topic_route_to_publish_info
 from .send_request import SendTemplate, send_request
 from .trace import TraceDispatcher
+from .validators import check_group, check_topic
 
 log = logging.getLogger(__name__)
 
@@ -72,36 +73,12 @@ Selector = Callable[[list[MessageQueue], Message, Any], MessageQueue]
 
 RETRY_RESPONSE_CODES = frozenset({17, 14, 1, 16, 204, 205})
 MAX_BATCH_BYTES = 4 * 1024 * 1024
-_TOPIC_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 _STATUS_BY_CODE = {
     ResponseCode.SUCCESS: SendStatus.SEND_OK,
     10: SendStatus.FLUSH_DISK_TIMEOUT,
     12: SendStatus.FLUSH_SLAVE_TIMEOUT,
     11: SendStatus.SLAVE_NOT_AVAILABLE,
 }
-
-
-_CHECKED_TOPICS: set[str] = set()  # topics check_topic passed (a producer sends to a few, over and over)
-
-
-def check_topic(topic: str) -> None:
-    if type(topic) is str and topic in _CHECKED_TOPICS:
-        return
-    if topic is not None and not isinstance(topic, str):
-        raise MQClientError(-1, f"The specified topic must be a string, not {type(topic).__name__}")
-    if not topic or not topic.strip():
-        raise MQClientError(-1, "The specified topic is blank")
-    if len(topic) > 127:
-        raise MQClientError(-1, "The specified topic is longer than topic max length 127.")
-    if not _TOPIC_RE.match(topic):
-        raise MQClientError(
-            -1, f"The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
-        )
-    if topic == DEFAULT_TOPIC:
-        raise MQClientError(-1, f"The topic[{topic}] is conflict with AUTO_CREATE_TOPIC_KEY_TOPIC.")
-    if len(_CHECKED_TOPICS) >= 4096:
-        _CHECKED_TOPICS.clear()
-    _CHECKED_TOPICS.add(topic)
 
 
 class Producer:
@@ -238,6 +215,7 @@ class Producer:
     async def start(self) -> None:
         if self._started:
             return
+        check_group(self.group)
         if not self._inner:
             inst = acquire_instance_for_group(
                 self.namesrv_addrs, self.instance_name, self.group, "producer", self.client_config

@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from rocketq.protocol.tags import SUB_ALL, tag_hash
+from rocketq.filter.tags import SUB_ALL, tag_hash
 
 EXPRESSION_TAG = "TAG"
 EXPRESSION_SQL92 = "SQL92"

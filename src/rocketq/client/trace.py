@@ -122,13 +122,8 @@ class TraceDispatcher:
         self._producer: Any = None
 
     async def start(self) -> None:
-        from .producer import Producer
-
-        self._producer = Producer(
-            TRACE_PRODUCER_GROUP_PREFIX + self.group,
-            namesrv=self.instance.namesrv_addrs,
-            _instance=self.instance,
-            send_latency_fault_enable=False,
+        self._producer = self.instance.new_producer(
+            TRACE_PRODUCER_GROUP_PREFIX + self.group, send_latency_fault_enable=False
         )
         await self._producer.start()
         self._task = asyncio.get_running_loop().create_task(self._run())

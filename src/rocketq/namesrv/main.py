@@ -5,13 +5,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
 
+from rocketq.logs import announce, setup_process_logging
 from rocketq.remoting import run
 
 from .config import NamesrvConfig, read_properties
 from .controller import BOOT_LINE, NamesrvController
+
+log = logging.getLogger(__name__)
 
 
 def parse_args(argv: list[str]) -> NamesrvConfig:
@@ -23,7 +27,7 @@ def parse_args(argv: list[str]) -> NamesrvConfig:
     p.add_argument("--broker-expire-s", type=float, help="drop brokers not re-registered within this (120)")
     p.add_argument("--scan-interval-s", type=float, help="how often to look for expired brokers (10)")
     p.add_argument("--idle-timeout-s", type=float, help="close connections idle this long (120)")
-    p.add_argument("--log-level", default="INFO")
+    p.add_argument("--log-level", default=os.environ.get("ROCKETQ_LOG_LEVEL", "INFO"))
     a = p.parse_args(argv)
     cfg = NamesrvConfig()
     if a.config:
@@ -41,7 +45,7 @@ def parse_args(argv: list[str]) -> NamesrvConfig:
         cfg.scan_not_active_broker_interval_s = a.scan_interval_s
     if a.idle_timeout_s:
         cfg.server_channel_max_idle_s = a.idle_timeout_s
-    logging.basicConfig(level=a.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    setup_process_logging(cfg.home, a.log_level, {"namesrv.log": None})  # LogSetupError: a ValueError
     return cfg
 
 
@@ -52,7 +56,7 @@ async def serve(cfg: NamesrvConfig) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    print(BOOT_LINE, flush=True)
+    announce(log, BOOT_LINE)
     try:
         await stop.wait()
     finally:

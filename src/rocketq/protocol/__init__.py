@@ -1,11 +1,12 @@
 """Sans-IO RocketMQ wire protocol: bytes <-> objects. No sockets, no asyncio, no clock."""
 
+from rocketq.filter.tags import parse_tag_expression, tag_hash
+
 from .bodies import HeartbeatData, MessageQueue, SubscriptionData
 from .codes import LanguageCode, RequestCode, ResponseCode, SerializeType
 from .frame import FrameDecoder, ProtocolError, RemotingCommand, decode_frame
 from .message_id import UniqIdGenerator, decode_offset_msg_id, encode_offset_msg_id
 from .route import BrokerData, QueueData, RegisterBrokerBody, TopicConfig, TopicRouteData, body_crc32
-from .tags import parse_tag_expression, tag_hash
 
 __all__ = [
     "BrokerData",

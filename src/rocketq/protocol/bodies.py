@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from rocketq.filter.tags import SUB_ALL, parse_tag_expression
+
 from ._jsonmodel import JsonModel, jfield, json_model
 from .route import DataVersion
-from .tags import SUB_ALL, parse_tag_expression
 
 __all__ = [
     "CheckClientRequestBody",

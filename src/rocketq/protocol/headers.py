@@ -1,3 +1,4 @@
+# Over 600 lines: a flat catalogue of small header declarations; a split by request area is planned.
 """Typed request/response headers (the extFields of a RemotingCommand), declared once per header.
 
 Every header is a keyword-only slotted dataclass declared with ``@header``. Field types drive the codec:

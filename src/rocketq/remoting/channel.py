@@ -1,3 +1,4 @@
+# Over 600 lines on purpose: one connection's hot path (decode, dispatch, replies) stays in one module.
 """One remoting connection (either side): frame decoding, request dispatch, pending-response futures.
 
 Both the server and the client use :class:`Channel`; the only difference is who created the transport

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from rocketq.filter.tags import tag_hash_code
 from rocketq.protocol import sysflag as sf
 from rocketq.protocol.crc import crc32
 from rocketq.protocol.properties import (
@@ -43,25 +44,6 @@ _BLANK_HEAD = struct.Struct(">ii")  # size magic crc qid flag qoff phys sysflag 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
-
-_tag_cache: dict[str, int] = {}
-
-
-def tag_hash_code(tags: str | None) -> int:
-    """Java String.hashCode of the TAGS property (0 without tags); cached since tags repeat."""
-    if not tags:
-        return 0
-    h = _tag_cache.get(tags)
-    if h is None:
-        v = 0
-        data = tags.encode("utf-16-be")
-        for i in range(0, len(data), 2):
-            v = (31 * v + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-        h = v - 0x100000000 if v & 0x80000000 else v
-        if len(_tag_cache) > 65536:
-            _tag_cache.clear()
-        _tag_cache[tags] = h
-    return h
 
 
 def compute_tags_code(topic: str, props: dict[str, str], store_timestamp: int, delay_table: list[int]) -> int:

@@ -1,3 +1,4 @@
+# Over 600 lines: file format, crash repair and IndexService share one layout; moving repair out is planned.
 """IndexFile: an on-disk hash index from "topic#key" to CommitLog offsets (RocketMQ's layout, byte for byte).
 
 File layout (all big-endian):

@@ -1,3 +1,4 @@
+# Over 600 lines: the store's one facade (put, read, query, threads); split by path is a planned follow-up.
 """MessageStore: the facade the broker drives (docs/internal/store-api.md). Synchronous, thread-safe for puts
 (one put lock) and reads (lock-free: readers see positions that only move after data is written).
 

@@ -109,3 +109,44 @@ def test_store_flush_keys_reach_the_store_config(tmp_path):
     assert sc.async_writeback_bytes == 1048576
     defaults = store_config_of(load_config(None))
     assert (defaults.flush_interval_consume_queue, defaults.async_writeback_bytes) == (1000, 0)
+
+
+@pytest.mark.parametrize(
+    "text, commitlog, cq",
+    [
+        ("", 1 << 30, 6_000_000),
+        ("mapedFileSizeCommitLog=1048576\n", 1048576, 6_000_000),
+        ("mappedFileSizeCommitLog=2097152\nmapedFileSizeConsumeQueue=40000\n", 2097152, 40000),
+        ("mapedFileSizeCommitLog=1048576\nmappedFileSizeCommitLog=2097152\n", 2097152, 6_000_000),
+    ],
+)
+def test_listing_shows_each_renamed_size_key_once_with_the_size_in_effect(tmp_path, text, commitlog, cq):
+    path = tmp_path / "broker.conf"
+    path.write_text(text)
+    lines = load_config(str(path)).listing()
+    keys = [line.split("=", 1)[0] for line in lines]
+    assert len(keys) == len(set(keys))
+    assert "mapedFileSizeCommitLog" not in keys and "mapedFileSizeConsumeQueue" not in keys
+    assert f"mappedFileSizeCommitLog={commitlog}" in lines
+    assert f"mappedFileSizeConsumeQueue={cq}" in lines
+    assert "autoCreateTopicEnable=false" in lines  # booleans as Java prints them
+
+
+@pytest.mark.parametrize(
+    "text, commitlog, hash_slots",
+    [
+        ("", 32 * 1024 * 1024, 100_000),  # the laptop sizes
+        ("mapedFileSizeCommitLog=1073741824\n", 1 << 30, 100_000),  # either spelling set: the file wins
+        ("mappedFileSizeCommitLog=1073741824\nmaxHashSlotNum=5000000\n", 1 << 30, 5_000_000),
+    ],
+)
+def test_standalone_store_sizes_unless_broker_conf_sets_them(tmp_path, text, commitlog, hash_slots):
+    from rocketq.standalone import apply_embedded_sizes
+
+    path = tmp_path / "broker.conf"
+    path.write_text(text)
+    cfg = load_config(str(path))
+    apply_embedded_sizes(cfg)
+    assert cfg.commitlog_file_size == commitlog
+    assert cfg["maxHashSlotNum"] == hash_slots
+    assert cfg.consume_queue_file_size == 600_000 and cfg["maxIndexNum"] == 400_000

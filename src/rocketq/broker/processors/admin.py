@@ -39,7 +39,7 @@ from ..validation import check_name, check_topic
 from .client import parse_body
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..context import BrokerContext
 
 log = logging.getLogger(__name__)
 FrozenKey = lenient_json.FrozenKey
@@ -53,7 +53,7 @@ def mq_key(topic: str, broker_name: str, queue_id: int) -> FrozenKey:
 
 
 class AdminProcessor:
-    def __init__(self, ctl: BrokerController) -> None:
+    def __init__(self, ctl: BrokerContext) -> None:
         self.ctl = ctl
         self.broker_name = ctl.cfg["brokerName"]
         # group -> (topic, broker, qid) -> (client_id, last_update)
@@ -271,9 +271,7 @@ class AdminProcessor:
         return request.response(ResponseCode.SUCCESS, None, None, orjson.dumps({"table": table}))
 
     def broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        lines = []
-        for k, v in self.ctl.cfg.values.items():
-            lines.append(f"{k}={str(v).lower() if isinstance(v, bool) else v}")
+        lines = self.ctl.cfg.listing()
         version = orjson.dumps(self.config_version.to_obj()).decode()
         return request.response(ResponseCode.SUCCESS, None, {"version": version}, "\n".join(lines).encode())
 

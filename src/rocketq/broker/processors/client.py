@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from rocketq.filter.sql92 import SqlError
 from rocketq.protocol import lenient_json
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import ProtocolError, RemotingCommand
@@ -14,12 +15,11 @@ from rocketq.protocol.properties import RETRY_GROUP_TOPIC_PREFIX
 from rocketq.remoting import Channel
 
 from ..client_manager import ClientChannelInfo
-from ..sql92 import SqlError
 from ..subscription import SubscriptionData, sql_filter
 from ..validation import check_name
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..context import BrokerContext
 
 PERM_RW = 6
 
@@ -32,7 +32,7 @@ def parse_body(body: bytes) -> Any:
 
 
 class ClientProcessor:
-    def __init__(self, ctl: BrokerController) -> None:
+    def __init__(self, ctl: BrokerContext) -> None:
         self.ctl = ctl
 
     def register(self, server) -> None:

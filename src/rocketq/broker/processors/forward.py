@@ -10,13 +10,13 @@ from rocketq.protocol.frame import RemotingCommand
 from rocketq.remoting import Channel
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..context import BrokerContext
 
 CALL_TIMEOUT_S = 5.0
 
 
 class ForwardProcessor:
-    def __init__(self, ctl: BrokerController) -> None:
+    def __init__(self, ctl: BrokerContext) -> None:
         self.ctl = ctl
 
     def register(self, server) -> None:

@@ -20,11 +20,11 @@ from rocketq.remoting import Channel
 from ..validation import check_name, check_topic
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..context import BrokerContext
 
 
 class OffsetProcessor:
-    def __init__(self, ctl: BrokerController) -> None:
+    def __init__(self, ctl: BrokerContext) -> None:
         self.ctl = ctl
 
     def register(self, server) -> None:

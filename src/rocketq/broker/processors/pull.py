@@ -14,7 +14,7 @@ from ..subscription import SubscriptionData, filter_for
 from ..validation import check_name
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..context import BrokerContext
 
 _F = ResponseCode
 # Plain ints: `int & IntFlag` builds an IntFlag through EnumType.__call__, a few µs per PULL.
@@ -44,7 +44,7 @@ def _no_sql(request: RemotingCommand, expression_type: str | None) -> RemotingCo
 
 
 class PullProcessor:
-    def __init__(self, ctl: BrokerController) -> None:
+    def __init__(self, ctl: BrokerContext) -> None:
         self.ctl = ctl
         self.reload()
 

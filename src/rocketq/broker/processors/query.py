@@ -10,14 +10,14 @@ from rocketq.protocol.headers import QueryMessageRequestHeader, ViewMessageReque
 from rocketq.remoting import Channel
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..context import BrokerContext
 
 DEFAULT_QUERY_MAX_NUM = 32
 MAX_QUERY_NUM = 64  # maxMsgsNumBatch
 
 
 class QueryProcessor:
-    def __init__(self, ctl: BrokerController) -> None:
+    def __init__(self, ctl: BrokerContext) -> None:
         self.ctl = ctl
 
     def register(self, server) -> None:

@@ -22,13 +22,13 @@ from rocketq.remoting import Channel
 from .send import born_host_of
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..context import BrokerContext
 
 PUSH_TIMEOUT_S = 3.0
 
 
 class ReplyProcessor:
-    def __init__(self, ctl: BrokerController) -> None:
+    def __init__(self, ctl: BrokerContext) -> None:
         self.ctl = ctl
         from rocketq.store import MessageToStore
 

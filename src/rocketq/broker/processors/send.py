@@ -48,7 +48,7 @@ from rocketq.store.dispatch import tag_hash_code
 from ..validation import check_send_topic
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..context import BrokerContext
 
 PERM_RW = 6
 
@@ -219,7 +219,7 @@ def send_ok_response(
 
 
 class SendProcessor:
-    def __init__(self, ctl: BrokerController) -> None:
+    def __init__(self, ctl: BrokerContext) -> None:
         self.ctl = ctl
         self.cluster = ctl.cfg["brokerClusterName"]
         self._cluster_pair = f"{PROPERTY_CLUSTER}\x01{self.cluster}"

@@ -25,14 +25,14 @@ from ..restore import restored
 from .send import put_status_response
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..context import BrokerContext
 
 PERM_RW = 6
 DLQ_NUMS_PER_GROUP = 1
 
 
 class SendBackProcessor:
-    def __init__(self, ctl: BrokerController) -> None:
+    def __init__(self, ctl: BrokerContext) -> None:
         self.ctl = ctl
 
     def register(self, server) -> None:

@@ -22,7 +22,7 @@ from rocketq.remoting import Channel
 from ..transaction.service import COMMIT, ROLLBACK, EndResult, TransactionalMessageService
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..context import BrokerContext
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ END_TRANSACTION_BATCH = 10037  # rocketq extension code (outside RocketMQ's rang
 
 
 class TransactionProcessor:
-    def __init__(self, ctl: BrokerController, service: TransactionalMessageService) -> None:
+    def __init__(self, ctl: BrokerContext, service: TransactionalMessageService) -> None:
         self.ctl = ctl
         self.service = service
 
@@ -76,7 +76,7 @@ class TransactionProcessor:
         return request.response(ResponseCode.SUCCESS, None, {k: str(v).lower() for k, v in counts.items()})
 
 
-def register(ctl: BrokerController) -> TransactionalMessageService:
+def register(ctl: BrokerContext) -> TransactionalMessageService:
     """Create the service, load its state, start the check-back loop and register the processor."""
     service = TransactionalMessageService(ctl)
     service.load()

@@ -46,7 +46,7 @@ from rocketq.protocol.properties import (
 )
 
 if TYPE_CHECKING:
-    from rocketq.broker.controller import BrokerController
+    from rocketq.broker.context import BrokerContext
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ class EndResult:
 
 
 class TransactionalMessageService:
-    def __init__(self, ctl: BrokerController) -> None:
+    def __init__(self, ctl: BrokerContext) -> None:
         self.ctl = ctl
         cfg = ctl.cfg
         self.timeout_ms = cfg["transactionTimeOut"]

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from rocketq.broker.sql92 import SqlError, compile_sql
+from rocketq.filter.sql92 import SqlError, compile_sql
 
 MSG = {"a": "10", "b": "abc", "c": "true", "f": "3.5", "TAGS": "TagA", "q": "it's"}
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocketq.protocol.tags import (
+from rocketq.filter.tags import (
     SUB_ALL,
     TagExpressionError,
     parse_tag_expression,
@@ -104,3 +104,18 @@ def test_parse_round_trip(tags: list[str]) -> None:
         return
     assert e.tags == cleaned
     assert e.codes == {tag_hash(t) for t in cleaned}
+
+
+def test_old_import_paths_name_the_filter_layer_objects() -> None:
+    # rocketq.protocol.tags, rocketq.broker.sql92 and rocketq.store.dispatch.tag_hash_code predate filter/
+    from rocketq.broker import sql92 as old_sql92
+    from rocketq.filter import sql92
+    from rocketq.filter import tags as new_tags
+    from rocketq.protocol import tags as old_tags
+    from rocketq.store.dispatch import tag_hash_code
+
+    assert old_tags.parse_tag_expression is new_tags.parse_tag_expression
+    assert old_tags.tag_hash is new_tags.tag_hash
+    assert old_sql92.compile_sql is sql92.compile_sql and old_sql92.SqlError is sql92.SqlError
+    assert tag_hash_code is new_tags.tag_hash_code
+    assert tag_hash_code("TagA") == 2598919 and tag_hash_code(None) == 0 and tag_hash_code("") == 0
