@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Protocol
 
-from rocketq.remoting import RemotingServer
+from rocketq.remoting import RemotingClient, RemotingServer
 
 from .client_manager import ClientManager
 from .config import BrokerConfig
@@ -40,6 +40,14 @@ class BrokerContext(Protocol):
     flush_waiter: FlushWaiter | None  # SYNC_FLUSH acknowledgements wait here; None under ASYNC_FLUSH
     schedule: Any  # schedule.ScheduleMessageService (it is a context user itself)
     _tasks: list[asyncio.Task[Any]]  # periodic tasks cancelled at shutdown
+    # replication (ha/): replication.Replication once started (None before), a slave's SlaveSynchronize
+    replication: Any
+    slave_sync: Any
+    client: RemotingClient  # outgoing calls (NameServers, a slave's master)
+    namesrv: Any  # namesrv_api.NamesrvApi
+    bind_host: str
+    ha_any_port: bool  # listenPort 0 without haListenPort: the HA port is any free one
+    loop: asyncio.AbstractEventLoop
 
     @property
     def broker_addr(self) -> str: ...

@@ -118,6 +118,7 @@ class BrokerController:
         self.ha_listen = ha_listen  # masters open haListenPort (standalone: only when configured)
         self.replication: Any = None  # broker/replication.py, once started
         self.slave_sync: Any = None
+        self.ha_any_port = False
         self.bind_host = bind_host or cfg["brokerIP1"]
         self.broker_perm = cfg["brokerPermission"]
         self.delay_levels = DelayLevels(cfg.delay_levels_ms)

@@ -23,7 +23,7 @@ from rocketq.remoting.channel import DeferredReply
 from .config import BrokerConfig, ConfigError
 
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from .context import BrokerContext
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ def credentials_of(cfg: BrokerConfig) -> Credentials | None:
         raise ConfigError(f"{cfg.source or 'config'}: {exc}") from None
 
 
-def _master_auth(ctl: BrokerController) -> MasterAuth | None:
+def _master_auth(ctl: BrokerContext) -> MasterAuth | None:
     hook = ctl.server.rpc_hook
     acl = getattr(hook, "acl", None)
     if not ctl.cfg["aclEnable"] or acl is None:
@@ -70,7 +70,7 @@ def _master_auth(ctl: BrokerController) -> MasterAuth | None:
 
 
 class Replication:
-    def __init__(self, ctl: BrokerController) -> None:
+    def __init__(self, ctl: BrokerContext) -> None:
         self.ctl = ctl
         cfg = ctl.cfg
         self.cfg = cfg
@@ -104,7 +104,7 @@ class Replication:
         if not listen:
             return
         host = cfg["brokerIP2"] if "brokerIP2" in cfg.explicit and cfg["brokerIP2"] else self.ctl.bind_host
-        port = 0 if getattr(self.ctl, "ha_any_port", False) else cfg.ha_listen_port
+        port = 0 if self.ctl.ha_any_port else cfg.ha_listen_port
         try:
             await ha.start(host, port)
         except OSError as exc:
@@ -165,7 +165,7 @@ class Replication:
 class SyncMasterAcks:
     """Answers SYNC_MASTER sends (see the module docstring)."""
 
-    def __init__(self, ctl: BrokerController, ha: HAService) -> None:
+    def __init__(self, ctl: BrokerContext, ha: HAService) -> None:
         self.ctl = ctl
         self.ha = ha
 

@@ -17,10 +17,11 @@ from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.route import DataVersion, TopicConfigSerializeWrapper
 
+from .acl import ACCESS_KEY, SIGNATURE, request_content, signature
 from .subscription_manager import parse_group_config
 
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from .context import BrokerContext
 
 log = logging.getLogger(__name__)
 
@@ -30,21 +31,18 @@ MAX_BODY = 64 * 1024 * 1024  # a master's tables; anything bigger is refused rat
 
 
 class SlaveSynchronize:
-    def __init__(self, ctl: BrokerController) -> None:
+    def __init__(self, ctl: BrokerContext) -> None:
         self.ctl = ctl
         self.synced_at = 0.0
         self.last_error = ""
-        self._sign = None
-        creds = ctl.replication.ha._credentials if ctl.replication is not None else None
-        if creds is not None:
-            from rocketq.client.acl import AclClientRPCHook
-
-            self._sign = AclClientRPCHook(creds.access_key, creds.secret_key)
+        self._creds = ctl.replication.ha.credentials if ctl.replication is not None else None
 
     async def _fetch(self, addr: str, code: int) -> Any:
         req = RemotingCommand.request(code, {})
-        if self._sign is not None:
-            self._sign.do_before_request(addr, req)
+        creds = self._creds
+        if creds is not None:  # signed as RocketMQ's ACL client signs (what the master's AclHook checks)
+            req.ext_fields[ACCESS_KEY] = creds.access_key
+            req.ext_fields[SIGNATURE] = signature(request_content(req.ext_fields, b""), creds.secret_key)
         resp = await self.ctl.client.invoke(addr, req, TIMEOUT_S)
         if resp.code != ResponseCode.SUCCESS:
             raise RuntimeError(f"code {resp.code}: {resp.remark}")

@@ -60,7 +60,7 @@ class HAService:
         self.client: HAClient | None = None
         self.waiter: ReplicaWaiter | None = None
         self._master_auth = master_auth
-        self._credentials = credentials
+        self.credentials = credentials  # a slave's, for the HA handshake and its metadata calls
         self.not_available = 0  # sends answered SLAVE_NOT_AVAILABLE
         self.on_master_changed: Callable[[str | None], None] | None = None
 
@@ -68,7 +68,7 @@ class HAService:
     async def start(self, host: str, port: int) -> None:
         loop = asyncio.get_running_loop()
         if self.is_slave:
-            self.client = HAClient(self.store.replica_appender(), self.cfg, self._credentials)
+            self.client = HAClient(self.store.replica_appender(), self.cfg, self.credentials)
             self.client.start()
             return
         if self.sync_master:

@@ -24,7 +24,7 @@ import os
 import shutil
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rocketq.protocol import sysflag as sf
 from rocketq.protocol.crc import crc32
@@ -36,7 +36,6 @@ from .dispatch import DispatchRequest, goes_to_consume_queue, read_dispatch_requ
 
 if TYPE_CHECKING:
     from .mapped_file import MappedFile
-    from .message_store import MessageStore
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +80,7 @@ def _space_hint(path: str) -> str:
 
 
 class ReplicaAppender:
-    def __init__(self, store: MessageStore) -> None:
+    def __init__(self, store: Any) -> None:  # a MessageStore (which creates this: no import back)
         self.store = store
         self.cl = store.commit_log
         self.file_size = self.cl.file_size

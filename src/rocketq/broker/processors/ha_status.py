@@ -13,11 +13,11 @@ from rocketq.protocol.frame import RemotingCommand
 from rocketq.remoting import Channel
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..context import BrokerContext
 
 
 class HAStatusProcessor:
-    def __init__(self, ctl: BrokerController) -> None:
+    def __init__(self, ctl: BrokerContext) -> None:
         self.ctl = ctl
 
     def register(self, server) -> None:
