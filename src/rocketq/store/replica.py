@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any
 
 from rocketq.protocol import sysflag as sf
 from rocketq.protocol.crc import crc32
-from rocketq.protocol.properties import SCHEDULE_TOPIC
+from rocketq.protocol.properties import SCHEDULE_TOPIC, TRANS_HALF_TOPIC
 from rocketq.protocol.record import BLANK_MAGIC_CODE, FIXED_SIZE, MAGIC_CODE_V1, MAGIC_CODE_V2
 
 from . import faultfs
-from .dispatch import DispatchRequest, goes_to_consume_queue, read_dispatch_request, tag_hash_code
+from .dispatch import DispatchRequest, read_dispatch_request, tag_hash_code
 
 if TYPE_CHECKING:
     from .mapped_file import MappedFile
@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 
 # size magic crc qid flag qoff phys sysflag (offsets 0..40) of a record
 _HEAD = struct.Struct(">iiiiiqqi")
+# the same, then the store timestamp (56) and the body length (84), for a record with IPv4 hosts
+_REC_V4 = struct.Struct(">iiiiiqqi16xq20xi")
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
@@ -190,7 +192,9 @@ class ReplicaAppender:
         file_size = self.file_size
         pos = mf.wrote_position
         limit = pos + self.pending
+        mm = mf.mm
         unpack_head = _HEAD.unpack_from
+        unpack_v4 = _REC_V4.unpack_from
         unpack_sm = _SIZE_MAGIC.unpack_from
         store = self.store
         cq_table = store.consume_queue_table
@@ -222,37 +226,50 @@ class ReplicaAppender:
                 break
             if size > limit - pos:
                 break  # a partial record: wait for the rest
-            _, _, crc, qid, _, qoff, phys, sys_flag = unpack_head(view, pos)
-            if phys != base + pos:
-                error = ReplicaError("record", f"record at {base + pos} says it is at {phys}")
-                break
-            if sys_flag & _V6:
-                p = pos + 48 + (20 if sys_flag & sf.BORNHOST_V6_FLAG else 8)
-                ts = _I64.unpack_from(view, p)[0]
-                p += 8 + (20 if sys_flag & sf.STOREHOST_ADDRESS_V6_FLAG else 8) + 12
-            else:
-                ts = _I64.unpack_from(view, pos + 56)[0]
-                p = pos + 84
-            blen = _I32.unpack_from(view, p)[0]
-            p += 4
-            rec_end = pos + size
-            if blen < 0 or p + blen + 3 > rec_end:
-                error = ReplicaError("record", f"bad body length {blen} in the record at {base + pos}")
-                break
-            if crc32(view[p : p + blen]) & 0x7FFFFFFF != crc:
-                error = ReplicaError("record", f"body CRC mismatch in the record at {base + pos}")
-                break
-            p += blen
-            if magic == MAGIC_CODE_V1:
+            if magic == MAGIC_CODE_V1 and not view[pos + 39] & _V6:  # IPv4 hosts: one unpack for the head
+                _, _, crc, qid, _, qoff, phys, sys_flag, ts, blen = unpack_v4(view, pos)
+                if phys != base + pos:
+                    error = ReplicaError("record", f"record at {base + pos} says it is at {phys}")
+                    break
+                p = pos + _REC_V4.size
+                rec_end = pos + size
+                if blen < 0 or p + blen + 3 > rec_end:
+                    error = ReplicaError("record", f"bad body length {blen} in the record at {base + pos}")
+                    break
+                if crc32(view[p : p + blen]) & 0x7FFFFFFF != crc:
+                    error = ReplicaError("record", f"body CRC mismatch in the record at {base + pos}")
+                    break
+                p += blen
                 tlen = view[p]
                 p += 1
             else:
-                tlen = _I16.unpack_from(view, p)[0]
-                p += 2
+                _, _, crc, qid, _, qoff, phys, sys_flag = unpack_head(view, pos)
+                if phys != base + pos:
+                    error = ReplicaError("record", f"record at {base + pos} says it is at {phys}")
+                    break
+                p = pos + 48 + (20 if sys_flag & sf.BORNHOST_V6_FLAG else 8)
+                ts = _I64.unpack_from(view, p)[0]
+                p += 8 + (20 if sys_flag & sf.STOREHOST_ADDRESS_V6_FLAG else 8) + 12
+                blen = _I32.unpack_from(view, p)[0]
+                p += 4
+                rec_end = pos + size
+                if blen < 0 or p + blen + 3 > rec_end:
+                    error = ReplicaError("record", f"bad body length {blen} in the record at {base + pos}")
+                    break
+                if crc32(view[p : p + blen]) & 0x7FFFFFFF != crc:
+                    error = ReplicaError("record", f"body CRC mismatch in the record at {base + pos}")
+                    break
+                p += blen
+                if magic == MAGIC_CODE_V1:
+                    tlen = view[p]
+                    p += 1
+                else:
+                    tlen = _I16.unpack_from(view, p)[0]
+                    p += 2
             if tlen <= 0 or p + tlen + 2 > rec_end:
                 error = ReplicaError("record", f"bad topic length {tlen} in the record at {base + pos}")
                 break
-            tb = bytes(view[p : p + tlen])
+            tb = mm[p : p + tlen]  # bytes straight from the map: the key of the topic cache
             p += tlen
             plen = _I16.unpack_from(view, p)[0]
             p += 2
@@ -269,12 +286,13 @@ class ReplicaAppender:
                 if len(topics) > 100_000:
                     topics.clear()
                 topics[tb] = topic
-            if goes_to_consume_queue(sys_flag, topic):
+            t = sys_flag & sf.TRANSACTION_TYPE_MASK  # goes_to_consume_queue, inlined
+            if t == sf.TRANSACTION_NOT_TYPE or t == sf.TRANSACTION_COMMIT_TYPE or topic == TRANS_HALF_TOPIC:
                 if topic == SCHEDULE_TOPIC:
                     req = read_dispatch_request(view, pos, base + pos, False, delay_table, rec_end)
                     tags_code = req.tags_code if isinstance(req, DispatchRequest) else 0
                 else:
-                    tags = _tags_of(bytes(view[p : p + plen])) if plen else None
+                    tags = _tags_of(mm[p : p + plen]) if plen else None
                     tags_code = tag_hash_code(tags) if tags else 0
                 units.append((topic, qid, base + pos, size, tags_code, qoff))
             store_ts = ts
