@@ -22,6 +22,7 @@ import logging
 import socket
 import struct
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,16 @@ log = logging.getLogger(__name__)
 _SIZE_MAGIC = struct.Struct(">ii")
 _PHYS = struct.Struct(">q")
 WRITE_HIGH_WATER = 512 * 1024  # bytes queued per slave before the stream pauses for it
+LAG_SAMPLES = 4096
+
+
+def _ms(sorted_values: list[float], q: float) -> float:
+    if not sorted_values:
+        return 0.0
+    i = min(int(q * len(sorted_values)), len(sorted_values) - 1)
+    return round(sorted_values[i] * 1000, 3)
+
+
 MAX_CLOSED_KEPT = 8
 
 
@@ -70,6 +81,10 @@ class SlaveConnection(asyncio.Protocol):
         self._nonce = b""
         self._rate_mark = (now, 0)
         self.rate = 0.0  # bytes/s sent, over the last second or so
+        # (send time, end offset) of each burst streamed, until acknowledged: ack - send time is the
+        # replication lag of those bytes (kept for the last LAG_SAMPLES acknowledgements)
+        self._sent_marks: deque[tuple[float, int]] = deque(maxlen=65536)
+        self.lag_samples: deque[float] = deque(maxlen=LAG_SAMPLES)
 
     # -- asyncio.Protocol --------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -189,6 +204,11 @@ class SlaveConnection(asyncio.Protocol):
             return
         if offset != self.ack:
             self.ack = offset
+            marks = self._sent_marks
+            if marks and marks[0][1] <= offset:
+                now = time.monotonic()
+                while marks and marks[0][1] <= offset:
+                    self.lag_samples.append(now - marks.popleft()[0])
             srv.on_ack(self)
 
     # -- stream ------------------------------------------------------------------------------------
@@ -211,7 +231,8 @@ class SlaveConnection(asyncio.Protocol):
             self.bytes_sent += n
             sent = True
         if sent:
-            self.last_write = time.monotonic()
+            now = self.last_write = time.monotonic()
+            self._sent_marks.append((now, self.next_transfer))
 
     def tick(self, now: float, cfg: HAConfig) -> None:
         """Heartbeat and housekeeping, once a second."""
@@ -244,6 +265,7 @@ class SlaveConnection(asyncio.Protocol):
 
     def info(self, master_max: int, max_gap: int) -> dict[str, Any]:
         now = time.monotonic()
+        lags = sorted(self.lag_samples)
         diff = max(master_max - self.ack, 0) if self.ack >= 0 else master_max
         return {
             "addr": self.addr,
@@ -256,6 +278,10 @@ class SlaveConnection(asyncio.Protocol):
             "lagMillis": 0 if diff == 0 else int((now - self.last_caught_up) * 1000),
             "state": self.state,
             "accessKey": self.access_key,
+            # rocketq: from streaming bytes to their acknowledgement, over the last acknowledgements
+            "ackLagMillisP50": _ms(lags, 0.50),
+            "ackLagMillisP99": _ms(lags, 0.99),
+            "ackLagMillisMax": _ms(lags, 1.0),
         }
 
 
