@@ -51,8 +51,9 @@ class TcpProxy:
                     # blackhole: read and drop, so neither side sees an error, only silence
             except (ConnectionError, asyncio.CancelledError):
                 pass
-            finally:
+            if self.mode == "forward":
                 w.close()
+            # blackhole: a close is lost like any other packet; forward() resets what is left
 
         await asyncio.gather(pump(cr, uw), pump(ur, cw))
 

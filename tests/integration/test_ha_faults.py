@@ -113,8 +113,9 @@ def test_partition_between_master_and_slave(cluster):
     create(m.addr, TOPIC)
     proxy = TcpProxy(m.ha_port).start()
     try:
+        # the slave gives up later than the master, so the master's own housekeeping is what drops it
         s = cluster.add("s", "broker-a", "SLAVE", 1, haMasterAddress=f"127.0.0.1:{proxy.port}",
-                        haHousekeepingInterval="3000")  # fmt: skip
+                        haHousekeepingInterval="5000")  # fmt: skip
         wait_slave_attached(m)
         with Producer("PG_part", namesrv=cluster.ns, send_msg_timeout=10_000) as p:
             assert p.send(Message(TOPIC, b"before")).status is SendStatus.SEND_OK
