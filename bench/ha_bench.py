@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -37,6 +38,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tests.integration.ha_support import (  # noqa: E402
+    HACluster,
     create_topic,
     ha_status,
     invoke,
@@ -65,46 +67,45 @@ BENCH_CONF = {
 }
 
 
-# -- the load generator (its own process) -------------------------------------------------------------
-LOADGEN = r"""
-import asyncio, json, sys, time
-from rocketq.aio import Message, Producer, SendStatus
-from rocketq.remoting import run
-ns, topic = sys.argv[1], sys.argv[2]
-warm, secs, inflight, size = float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
-async def main():
-    body = b"x" * size
-    lat, statuses, errors = [], {}, 0
-    async with Producer("PG_ha_bench", namesrv=ns, send_msg_timeout=10000) as p:
-        t_start = time.monotonic(); t_meas = t_start + warm; t_end = t_meas + secs
-        async def one():
+# -- the load generator -----------------------------------------------------------------------------------
+async def load(ns: str, warm: float, secs: float) -> dict:
+    """64 coroutines each awaiting its send (closed loop): SEND_OK per second and send latency."""
+    from rocketq.aio import Message, Producer, SendStatus
+
+    body = b"x" * SIZE
+    lat: list[float] = []
+    statuses: dict[str, int] = {}
+    errors = 0
+    async with Producer("PG_ha_bench", namesrv=ns, send_msg_timeout=10_000) as p:
+        t_meas = time.monotonic() + warm
+        t_end = t_meas + secs
+
+        async def one() -> None:
             nonlocal errors
-            while True:
-                t0 = time.monotonic()
-                if t0 >= t_end:
-                    return
+            while (t0 := time.monotonic()) < t_end:
                 try:
-                    r = await p.send(Message(topic, body))
+                    r = await p.send(Message(TOPIC, body))
                 except Exception:
                     errors += 1
                     continue
-                t1 = time.monotonic()
                 if t0 >= t_meas:
                     statuses[r.status.name] = statuses.get(r.status.name, 0) + 1
                     if r.status is SendStatus.SEND_OK:
-                        lat.append(t1 - t0)
-        await asyncio.gather(*(one() for _ in range(inflight)))
-    lat.sort()
-    q = lambda f: round(lat[min(int(f * len(lat)), len(lat) - 1)] * 1000, 3) if lat else 0.0
-    print(json.dumps({"ok": len(lat), "seconds": secs, "statuses": statuses, "errors": errors,
-                      "p50_ms": q(0.5), "p99_ms": q(0.99)}))
-run(main())
-"""
+                        lat.append(time.monotonic() - t0)
+
+        await asyncio.gather(*(one() for _ in range(INFLIGHT)))
+    return {"ok": len(lat), "seconds": secs, "statuses": statuses, "errors": errors,
+            "p50_ms": round(pct(lat, 0.5) * 1000, 3), "p99_ms": round(pct(lat, 0.99) * 1000, 3)}  # fmt: skip
 
 
-def loadgen(ns: str, warm: float, secs: float) -> dict:
+def loadgen(ns: str, warm: float, secs: float, in_process: bool) -> dict:
+    """In its own process (the real run: its CPU is not the orchestrator's), or here (the smoke run)."""
+    if in_process:
+        from rocketq.remoting import run as aio_run
+
+        return aio_run(load(ns, warm, secs))
     out = subprocess.run(
-        [sys.executable, "-c", LOADGEN, ns, TOPIC, str(warm), str(secs), str(INFLIGHT), str(SIZE)],
+        [sys.executable, str(Path(__file__).resolve()), "--loadgen", ns, str(warm), str(secs)],
         capture_output=True, text=True, timeout=warm + secs + 120,
     )  # fmt: skip
     if out.returncode != 0:
@@ -119,14 +120,24 @@ def pct(values: list[float], q: float) -> float:
     return v[min(int(q * len(v)), len(v) - 1)]
 
 
-def throughput_phase(home: Path, role: str, with_slave: bool, flush: str, warm: float, secs: float) -> dict:
-    c = start_ha_cluster(home)
+def throughput_phase(
+    c: HACluster,
+    tag: str,
+    role: str,
+    with_slave: bool,
+    flush: str,
+    warm: float,
+    secs: float,
+    in_process: bool,
+) -> dict:
+    """One phase on the run's NameServer: a fresh master (and slave) named broker-<tag>, stopped after."""
+    conf = {**BENCH_CONF, "mapedFileSizeCommitLog": str(256 << 20)}
+    name = f"broker-{tag}"
     try:
-        conf = {**BENCH_CONF, "mapedFileSizeCommitLog": str(256 << 20)}
-        m = c.add("m", "broker-bench", role, flushDiskType=flush, **conf)
+        m = c.add(f"{tag}-m", name, role, flushDiskType=flush, **conf)
         create_topic(m.addr, TOPIC, QUEUES)
         if with_slave:  # ASYNC_FLUSH: its fdatasyncs would compete for the one disk the master uses here
-            c.add("s", "broker-bench", "SLAVE", 1, **conf)
+            c.add(f"{tag}-s", name, "SLAVE", 1, **conf)
             wait_slave_attached(m)
         diffs: list[int] = []
         stop = threading.Event()
@@ -143,7 +154,7 @@ def throughput_phase(home: Path, role: str, with_slave: bool, flush: str, warm: 
         sampler = threading.Thread(target=sample, daemon=True)
         if with_slave:
             sampler.start()
-        res = loadgen(c.ns, warm, secs)
+        res = loadgen(c.ns, warm, secs, in_process)
         stop.set()
         if with_slave:
             sampler.join(5)
@@ -155,7 +166,10 @@ def throughput_phase(home: Path, role: str, with_slave: bool, flush: str, warm: 
         res["msg_s"] = round(res["ok"] / res["seconds"], 1)
         return res
     finally:
-        c.close()
+        for node in (f"{tag}-s", f"{tag}-m"):
+            if node in c.nodes:
+                c.stop(node)
+                shutil.rmtree(c.nodes[node].home, ignore_errors=True)  # the disk is shared
 
 
 def dd_rate(directory: Path, mib: int) -> float:
@@ -220,17 +234,21 @@ def catchup_phase(home: Path, gap_mib: int) -> dict:
         c.close()
 
 
-def run(reps: int, secs: float, warm: float, gap_mib: int, log=print) -> dict:
+def run(reps: int, secs: float, warm: float, gap_mib: int, in_process: bool = False, log=print) -> dict:
     results: dict[str, list[dict]] = {}
     with tempfile.TemporaryDirectory(prefix="rocketq-ha-bench-") as tmp:
-        for rep in range(reps):
-            for flush in FLUSHES:
-                for name, role, slave in PHASES:
-                    key = f"{name}/{flush}"
-                    home = Path(tmp) / f"{rep}-{name}-{flush}"
-                    r = throughput_phase(home, role, slave, flush, warm, secs)
-                    results.setdefault(key, []).append(r)
-                    log(f"rep {rep + 1} {key}: {r['msg_s']} msg/s {r}")
+        c = start_ha_cluster(Path(tmp) / "throughput")
+        try:
+            for rep in range(reps):
+                for flush in FLUSHES:
+                    for name, role, slave in PHASES:
+                        key = f"{name}/{flush}"
+                        tag = f"{rep}-{name}-{flush.split('_')[0].lower()}"
+                        r = throughput_phase(c, tag, role, slave, flush, warm, secs, in_process)
+                        results.setdefault(key, []).append(r)
+                        log(f"rep {rep + 1} {key}: {r['msg_s']} msg/s {r}")
+        finally:
+            c.close()
         catchup = catchup_phase(Path(tmp) / "catchup", gap_mib)
         log(f"catch-up: {catchup}")
     return {"throughput": results, "catchup": catchup, "reps": reps, "seconds": secs}
@@ -276,6 +294,11 @@ def report(res: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "--loadgen":  # the load generator's own process
+        from rocketq.remoting import run as aio_run
+
+        print(json.dumps(aio_run(load(argv[1], float(argv[2]), float(argv[3])))))
+        return 0
     if argv and argv[0] == "failover":
         from bench.ha_campaign import main as campaign
 
@@ -290,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.smoke:
         a.reps, a.seconds, a.warmup, a.gap_mib = 1, 0.5, 0.3, 16
-    res = run(a.reps, a.seconds, a.warmup, a.gap_mib)
+    res = run(a.reps, a.seconds, a.warmup, a.gap_mib, in_process=a.smoke)
     print(report(res))
     if a.json:
         Path(a.json).write_text(json.dumps(res, indent=2))

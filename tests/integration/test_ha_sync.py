@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
-import sys
 
 import orjson
 import pytest
@@ -23,6 +21,7 @@ from tests.integration.ha_support import (
     wait_slave_attached,
     wait_until,
 )
+from tests.interop.standalone import mqadmin_ok, rows
 
 from rocketq import Message, Producer, SendStatus
 from rocketq.protocol.codes import RequestCode, ResponseCode
@@ -98,26 +97,13 @@ def test_ha_status_admin_command(cluster):
     m = cluster.add("m", "broker-a", "ASYNC_MASTER")
     s = cluster.add("s", "broker-a", "SLAVE", 1)
     wait_slave_attached(m)
-    out = subprocess.run(
-        [sys.executable, "-m", "rocketq.cli", "admin", "haStatus", "-n", cluster.ns, "-b", m.addr],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr
-    assert "#MasterAddr" in out.stdout and f"{m.addr}" in out.stdout and "#SlaveNum\t1" in out.stdout
-    assert "OK" in out.stdout  # the slave is in sync
-    out = subprocess.run(
-        [sys.executable, "-m", "rocketq.cli", "admin", "haStatus", "-n", cluster.ns, "-b", s.addr],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr
-    assert f"127.0.0.1:{m.ha_port}" in out.stdout and "#State\ttransfer" in out.stdout
-    out = subprocess.run(
-        [sys.executable, "-m", "rocketq.cli", "admin", "clusterList", "-n", cluster.ns],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr
-    rows = [line.split() for line in out.stdout.splitlines() if "broker-a" in line]
-    assert sorted((r[2], r[-1]) for r in rows) == [("0", "ASYNC_MASTER"), ("1", "SLAVE")]
+    out = mqadmin_ok(cluster.ns, "haStatus", "-b", m.addr)
+    assert "#MasterAddr" in out and f"{m.addr}" in out and "#SlaveNum\t1" in out
+    assert "OK" in out  # the slave is in sync
+    out = mqadmin_ok(cluster.ns, "haStatus", "-b", s.addr)
+    assert f"127.0.0.1:{m.ha_port}" in out and "#State\ttransfer" in out
+    table = rows(mqadmin_ok(cluster.ns, "clusterList"))
+    assert sorted((r["BID"], r["ROLE"]) for r in table) == [("0", "ASYNC_MASTER"), ("1", "SLAVE")]
 
 
 def test_pull_from_the_slave_and_offsets_sent_with_pulls_are_not_stored_there(cluster):

@@ -25,15 +25,16 @@ def _print(addr: str, st: dict[str, Any], out: TextIO) -> None:
         out.write(f"\n#MasterAddr\t{addr}\n#Role\t{st.get('brokerRole', '')}\n")
         out.write(f"#MasterCommitLogMaxOffset\t{st.get('masterCommitLogMaxOffset', 0)}\n")
         out.write(f"#SlaveNum\t{len(conns)}\n#InSyncSlaveNum\t{st.get('inSyncSlaveNums', 0)}\n")
-        head = ("#SlaveAddr", "#SlaveAckOffset", "#Diff", "#Lag(ms)", "#TransferSpeed(KB/s)", "#Status",
-                "#TransferFromWhere")  # fmt: skip
-        out.write(f"{head[0]:<24} {head[1]:>16} {head[2]:>12} {head[3]:>9} {head[4]:>20} {head[5]:>12} "
-                  f"{head[6]:>18}\n")  # fmt: skip
+        head = ("#SlaveAddr", "#SlaveAckOffset", "#Diff", "#Lag(ms)", "#AckLagP99(ms)", "#TransferSpeed(KB/s)",
+                "#Status", "#TransferFromWhere")  # fmt: skip
+        out.write(f"{head[0]:<24} {head[1]:>16} {head[2]:>12} {head[3]:>9} {head[4]:>14} {head[5]:>20} "
+                  f"{head[6]:>12} {head[7]:>18}\n")  # fmt: skip
         for c in conns:
             status = "OK" if c.get("inSync") else "Fall Behind"
             out.write(
                 f"{c.get('addr', ''):<24} {c.get('slaveAckOffset', -1):>16} {c.get('diff', 0):>12} "
-                f"{c.get('lagMillis', 0):>9} {c.get('transferredByteInSecond', 0) / 1024.0:>20.2f} "
+                f"{c.get('lagMillis', 0):>9} {c.get('ackLagMillisP99', 0):>14.2f} "
+                f"{c.get('transferredByteInSecond', 0) / 1024.0:>20.2f} "
                 f"{status:>12} {c.get('transferFromWhere', -1):>18}\n"
             )
         for d in st.get("recentlyDropped") or []:
