@@ -25,8 +25,8 @@ def _print(addr: str, st: dict[str, Any], out: TextIO) -> None:
         out.write(f"\n#MasterAddr\t{addr}\n#Role\t{st.get('brokerRole', '')}\n")
         out.write(f"#MasterCommitLogMaxOffset\t{st.get('masterCommitLogMaxOffset', 0)}\n")
         out.write(f"#SlaveNum\t{len(conns)}\n#InSyncSlaveNum\t{st.get('inSyncSlaveNums', 0)}\n")
-        head = ("#SlaveAddr", "#SlaveAckOffset", "#Diff", "#Lag(ms)", "#AckLagP99(ms)", "#TransferSpeed(KB/s)",
-                "#Status", "#TransferFromWhere")  # fmt: skip
+        head = ("#SlaveAddr", "#SlaveAckOffset", "#Diff", "#Lag(ms)", "#AckLagP99(ms)",
+                "#TransferSpeed(KB/s)", "#Status", "#TransferFromWhere")  # fmt: skip
         out.write(f"{head[0]:<24} {head[1]:>16} {head[2]:>12} {head[3]:>9} {head[4]:>14} {head[5]:>20} "
                   f"{head[6]:>12} {head[7]:>18}\n")  # fmt: skip
         for c in conns:
