@@ -136,3 +136,19 @@ def test_pull_from_the_slave_and_offsets_sent_with_pulls_are_not_stored_there(cl
     r = pull(s.addr, 0)
     assert r.code == ResponseCode.PULL_RETRY_IMMEDIATELY and not r.body
     assert r.ext_fields["suggestWhichBrokerId"] == "0"
+
+
+def test_retry_another_broker_when_not_store_ok(cluster):
+    a = cluster.add(
+        "a", "broker-a", "SYNC_MASTER"
+    )  # no slave: every send stored there is SLAVE_NOT_AVAILABLE
+    b = cluster.add("b", "broker-b", "ASYNC_MASTER")
+    for m in (a, b):
+        create_topic(m.addr, "HA_RETRY", 2)
+    with Producer("PG_ha_plain", namesrv=cluster.ns) as plain:
+        got = {plain.send(Message("HA_RETRY", b"p%d" % i)).status for i in range(8)}
+        assert got == {SendStatus.SEND_OK, SendStatus.SLAVE_NOT_AVAILABLE}
+    with Producer("PG_ha_retry", namesrv=cluster.ns, retry_another_broker_when_not_store_ok=True) as p:
+        results = [p.send(Message("HA_RETRY", b"r%d" % i)) for i in range(8)]
+        assert {r.status for r in results} == {SendStatus.SEND_OK}  # resent to broker-b
+        assert {r.queue.broker_name for r in results} == {"broker-b"}
