@@ -108,15 +108,19 @@ class SlaveConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.last_read = time.monotonic()
-        if self.state != "transfer" and self.state != "wait_report":
-            if self.state == "closed":
-                return
-            data = self._handshake(data)
-            if not data:
-                return
-        offset = self.reader.feed(data)
-        if offset is not None:
-            self._on_report(offset)
+        try:
+            if self.state != "transfer" and self.state != "wait_report":
+                if self.state == "closed":
+                    return
+                data = self._handshake(data)
+                if not data:
+                    return
+            offset = self.reader.feed(data)
+            if offset is not None:
+                self._on_report(offset)
+        except Exception as exc:  # a bug must cost this connection, not the broker
+            log.exception("HA: handling %s's bytes failed", self.addr)
+            self.close(f"internal error: {exc!r}")
 
     def pause_writing(self) -> None:
         self.paused_since = time.monotonic()
@@ -225,8 +229,11 @@ class SlaveConnection(asyncio.Protocol):
             if chunk is None:
                 break
             n = len(chunk)
+            # The view goes to the transport as is and is dropped, not released: uvloop may send from it
+            # after writelines() returns, and the segment stays mapped while a view of it exists
+            # (a segment retention deletes meanwhile is unmapped once the last view is gone).
             t.writelines((header(self.next_transfer, n), chunk))  # type: ignore[union-attr]
-            chunk.release()  # dropped views let a deleted segment unmap once written out
+            del chunk
             self.next_transfer += n
             self.bytes_sent += n
             sent = True

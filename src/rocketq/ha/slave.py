@@ -269,6 +269,10 @@ class HAClient:
         except HAProtocolError as exc:
             self._drop(link, str(exc))
             return
+        except Exception as exc:  # a bug must cost this connection, not the broker
+            log.exception("HA: handling the master's bytes failed")
+            self._drop(link, f"internal error: {exc!r}")
+            return
         self._report(link.transport)
 
     def _report(self, t: asyncio.Transport, force: bool = False) -> None:
