@@ -215,7 +215,7 @@ class BrokerController:
 
         await self.server.start()
         await self.replication.start(self.ha_listen)
-        self.store.set_arrival_listener(self.replication.arrival_listener(self.hold.arrival_listener))
+        self.replication.install_arrival_listener(self.hold.arrival_listener)
         if not self.replication.is_slave:  # a slave writes nothing of its own (RocketMQ starts neither)
             self.schedule.start()
             self.transactions.start()

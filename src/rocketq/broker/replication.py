@@ -118,18 +118,24 @@ class Replication:
     async def close(self) -> None:
         await self.ha.close()
 
-    def arrival_listener(self, hold_listener):
-        """The store's arrival listener on a master: held pulls, then the HA stream."""
+    def install_arrival_listener(self, hold_listener) -> None:
+        """The store's arrival listener: held pulls, and on a master with slaves connected, the HA stream
+        too (a master without slaves pays nothing per message for replication)."""
+        store = self.ctl.store
+        store.set_arrival_listener(hold_listener)
         server = self.ha.server
         if server is None:
-            return hold_listener
+            return
         notify = server.notify
 
         def on_arrival(topic: str, queue_id: int, max_offset: int) -> None:
             hold_listener(topic, queue_id, max_offset)
             notify()
 
-        return on_arrival
+        def on_connections(any_slave: bool) -> None:
+            store.set_arrival_listener(on_arrival if any_slave else hold_listener)
+
+        server.on_connections = on_connections
 
     def on_registered(self, answers: list[dict[str, str]]) -> None:
         """A slave learns its master from the register-broker answers (haServerAddr, masterAddr)."""

@@ -305,6 +305,7 @@ class HAServer:
         self.auth = master_auth
         self.on_ack_change = on_ack
         self.connections: list[SlaveConnection] = []
+        self.on_connections: Callable[[bool], None] | None = None  # fn(any slave connected), on changes
         self.recently_closed: list[dict[str, Any]] = []  # the last few dropped slaves, with the reason
         self._server: asyncio.base_events.Server | None = None
         self._tick: asyncio.Task[None] | None = None
@@ -345,6 +346,8 @@ class HAServer:
 
     def _added(self, c: SlaveConnection) -> None:
         self.connections.append(c)
+        if len(self.connections) == 1 and self.on_connections is not None:
+            self.on_connections(True)
 
     def _removed(self, c: SlaveConnection) -> None:
         if c in self.connections:
@@ -354,6 +357,8 @@ class HAServer:
             del self.recently_closed[:-MAX_CLOSED_KEPT]
             if self.on_ack_change is not None:
                 self.on_ack_change(self.acks())
+            if not self.connections and self.on_connections is not None:
+                self.on_connections(False)
 
     # -- the log -----------------------------------------------------------------------------------
     def notify(self) -> None:
