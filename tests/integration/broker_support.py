@@ -60,8 +60,10 @@ class Cluster:
 def write_conf(home: Path, conf: dict[str, str]) -> Path:
     home.mkdir(parents=True, exist_ok=True)
     path = home / "broker.conf"
-    # a master listens on haListenPort too: an explicit free port, not listenPort + 1
-    all_conf = {"storePathRootDir": str(home / "store"), "haListenPort": str(free_port()), **conf}
+    all_conf = {"storePathRootDir": str(home / "store"), **conf}
+    # a master listens on haListenPort too: an explicit free port, not listenPort + 1 (last, so the
+    # caller's keys keep their line numbers)
+    all_conf.setdefault("haListenPort", str(free_port()))
     path.write_text("".join(f"{k}={v}\n" for k, v in all_conf.items()))
     return path
 
