@@ -177,6 +177,12 @@ class _NullTransport:
     def is_closing(self) -> bool:
         return False
 
+    def pause_reading(self) -> None:  # a long pipelined read backs up: the channel pauses reading
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
     def close(self) -> None:
         pass
 

@@ -11,8 +11,10 @@ import sys
 from rocketq.broker.config import BrokerConfig, ConfigError, load_config
 from rocketq.broker.controller import BrokerController
 from rocketq.broker.main import boot_line, stop_on_signals
+from rocketq.dirlock import StoreLocked
 from rocketq.logs import LogSetupError, announce, setup_process_logging
 from rocketq.remoting import run
+from rocketq.remoting.limits import LIMIT_KEYS
 
 log = logging.getLogger("rocketq.broker")
 ns_log = logging.getLogger("rocketq.namesrv")
@@ -54,25 +56,36 @@ async def serve(a: argparse.Namespace, home: str) -> None:
     ns_cfg.listen_port = a.namesrv_port
     ns_cfg.bind_address = bind
     ns_cfg.home = home
-    namesrv = NamesrvController(ns_cfg)
-    await namesrv.start()
-    announce(ns_log, BOOT_LINE)
-    ns_addr = f"{'127.0.0.1' if bind in ('0.0.0.0', '::') else bind}:{namesrv.server.port}"
-
-    overrides: dict[str, object] = {"namesrvAddr": ns_addr}
+    overrides: dict[str, object] = {}
     if a.broker_port is not None:
         overrides["listenPort"] = a.broker_port
     cfg = load_config(a.config, overrides)
     apply_embedded_sizes(cfg)
-    for line in cfg.listing():
-        log.info("broker config %s", line)
     if "storePathRootDir" not in cfg.explicit:
         cfg.values["storePathRootDir"] = os.path.join(home, "store")
         if "storePathCommitLog" not in cfg.explicit:
             cfg.values["storePathCommitLog"] = os.path.join(cfg["storePathRootDir"], "commitlog")
+    if cfg["aclEnable"] and cfg["innerClientAuthenticationCredentials"]:
+        # ACL on: the NameServer authenticates route changes with the broker's credentials
+        ns_cfg.authentication_enabled = True
+        ns_cfg.inner_client_authentication_credentials = cfg["innerClientAuthenticationCredentials"]
+    ns_cfg.limit_props = {k: str(cfg[k]) for k in LIMIT_KEYS if k in cfg.explicit}  # the same remoting limits
+    # one node: the HA port opens only when broker.conf asks for it (haListenPort), to let a slave follow
+    broker = BrokerController(cfg, a.bind, ha_listen="haListenPort" in cfg.explicit)
+    # both homes are locked before either is read: a second standalone on this home changes nothing
+    namesrv = NamesrvController(ns_cfg)
+    namesrv.home_lock.acquire()
     try:
-        # one node: the HA port opens only when broker.conf asks for it (haListenPort), to let a slave follow
-        broker = BrokerController(cfg, a.bind, ha_listen="haListenPort" in cfg.explicit)
+        broker.lock_store()
+    except BaseException:
+        namesrv.home_lock.release()
+        raise
+    await namesrv.start()
+    announce(ns_log, BOOT_LINE)
+    cfg.values["namesrvAddr"] = f"{'127.0.0.1' if bind in ('0.0.0.0', '::') else bind}:{namesrv.server.port}"
+    for line in cfg.listing():
+        log.info("broker config %s", line)
+    try:
         await broker.start()
     except BaseException:
         await namesrv.close()
@@ -98,6 +111,9 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         run(serve(a, home))
+    except StoreLocked as exc:
+        print(f"rocketq standalone: {exc}", file=sys.stderr)
+        return 1
     except ConfigError as exc:
         print(f"rocketq standalone: {exc}", file=sys.stderr)
         return 2

@@ -179,3 +179,11 @@ def start_namesrv(
         port=port,
         env=env,
     )
+
+
+def start_namesrv_with_conf(home: str | os.PathLike[str], props: dict[str, str]) -> RocketqProcess:
+    """A NameServer whose namesrv.conf (written into ``home``) holds ``props``."""
+    Path(home).mkdir(parents=True, exist_ok=True)
+    conf = Path(home) / "namesrv.conf"
+    conf.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    return start_namesrv(home, extra_args=["-c", str(conf)])

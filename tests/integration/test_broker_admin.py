@@ -233,14 +233,14 @@ def test_update_broker_config_at_runtime(cluster):
     async def go():
         async with RemotingClient() as c:
             await create_topic(c, addr, "CFG", 1)
-            r = await c.invoke(addr, rq(C.UPDATE_BROKER_CONFIG, {}, b"maxMessageSize=1000\n"))
+            r = await c.invoke(addr, rq(C.UPDATE_BROKER_CONFIG, {}, b"maxMessageSize=1024\n"))
             assert r.code == ResponseCode.SUCCESS, r.remark
             try:
                 assert (
                     await send(c, addr, "CFG", b"x" * 2000, queue_id=0)
                 ).code == ResponseCode.MESSAGE_ILLEGAL
                 r = await c.invoke(addr, rq(C.GET_BROKER_CONFIG, {}))
-                assert "maxMessageSize=1000" in r.body_bytes.decode().splitlines()
+                assert "maxMessageSize=1024" in r.body_bytes.decode().splitlines()
                 assert orjson.loads(r.ext_fields["version"])["counter"] == 1
                 # not changeable at runtime / unknown / malformed: refused, nothing applied
                 for body in (b"brokerName=other\n", b"noSuchKey=1\n", b"maxMessageSize=big\n"):

@@ -17,7 +17,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 # Shared helpers any layer may use (they import nothing else of rocketq).
-UTILITIES = {"atomic_file", "runtime", "logs"}
+UTILITIES = {"atomic_file", "dirlock", "runtime", "logs"}
 
 # package -> the packages it may import (besides itself and UTILITIES). DESIGN.md: protocol <- remoting <-
 # {namesrv, broker, ha, controller, client, proxy, admin}; store <- {ha, broker}; ha <- broker;

@@ -12,6 +12,7 @@ import sys
 from typing import TextIO
 
 from rocketq.remoting import run
+from rocketq.remoting.acl_signature import STAMPED_CODES, SigningHook
 
 from . import cmd_cluster, cmd_consumer, cmd_ha, cmd_message, cmd_topic  # noqa: F401  (register the commands)
 from .client import AdminClient
@@ -48,8 +49,27 @@ def build_parser(name: str) -> argparse.ArgumentParser:
     return p
 
 
+def tools_hook(env: dict[str, str] | None = None) -> SigningHook | None:
+    """Signs every request when RocketMQ's tools credentials exist: $ROCKETMQ_TOOLS_FILE, else
+    $ROCKETMQ_HOME/conf/tools.yml (``accessKey:`` / ``secretKey:``), as Apache's mqadmin does."""
+    env = dict(os.environ) if env is None else env
+    path = env.get("ROCKETMQ_TOOLS_FILE") or (
+        os.path.join(env["ROCKETMQ_HOME"], "conf", "tools.yml") if env.get("ROCKETMQ_HOME") else ""
+    )
+    if not path or not os.path.isfile(path):
+        return None
+    import yaml
+
+    with open(path, encoding="utf-8") as f:
+        data = yaml.safe_load(f) or {}
+    ak, sk = data.get("accessKey"), data.get("secretKey")
+    if not ak or not sk:
+        raise UsageError(f"{path}: needs accessKey and secretKey")
+    return SigningHook(str(ak), str(sk), stamp_codes=STAMPED_CODES)
+
+
 async def _run(name: str, args: argparse.Namespace, out: TextIO) -> int:
-    async with AdminClient(args.namesrv, timeout_s=args.timeout) as admin:
+    async with AdminClient(args.namesrv, timeout_s=args.timeout, rpc_hook=tools_hook()) as admin:
         return int(await COMMANDS[name].run(admin, args, out) or 0)
 
 

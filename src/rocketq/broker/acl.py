@@ -17,7 +17,10 @@ A request passes when its remote address matches a global white address; otherwi
 AccessKey and a valid Signature (Base64 HmacSHA1 over the values of its sorted extFields, minus Signature and
 _UNIQUE_KEY_QUERY, followed by the body), and the account must hold the permission the request code needs:
 admin requests need admin=true; sends need PUB on the topic; pulls, offsets and heartbeats need SUB on the
-topic and the group. A refused request is answered with an error naming the reason; nothing else changes.
+topic and the group; queue-offset, stats, consumer-list, queue-lock and consume-directly requests need SUB on
+the topic or group they name (RocketMQ 5 asks GET there). A refused request is answered with an error naming
+the reason; nothing else changes. Requests that reach a stored message are checked again by the topics of the
+message itself (read_acl.py), whatever their header says.
 The file is re-read when its modification time changes.
 """
 
@@ -39,6 +42,7 @@ from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.properties import RETRY_GROUP_TOPIC_PREFIX
 from rocketq.remoting import RPCHook
+from rocketq.remoting.acl_signature import BROKER_STATE_CHANGING, ReplayGuard
 
 log = logging.getLogger(__name__)
 
@@ -177,6 +181,35 @@ class PlainAcl:
             log.error("reloading %s failed: %s", self.path, exc)
 
 
+_GROUP_READS = frozenset(
+    {
+        C.GET_CONSUMER_LIST_BY_GROUP,
+        C.GET_CONSUMER_CONNECTION_LIST,
+        C.GET_CONSUME_STATS,
+        C.GET_CONSUMER_RUNNING_INFO,
+        C.CONSUME_MESSAGE_DIRECTLY,
+    }
+)
+_TOPIC_READS = frozenset(
+    {
+        C.GET_MAX_OFFSET,
+        C.GET_MIN_OFFSET,
+        C.SEARCH_OFFSET_BY_TIMESTAMP,
+        C.GET_EARLIEST_MSG_STORETIME,
+        C.GET_TOPIC_STATS_INFO,
+        C.QUERY_TOPIC_CONSUME_BY_WHO,
+    }
+)
+
+
+def _json_body(request: RemotingCommand) -> dict[str, Any]:
+    try:
+        data = orjson.loads(request.body_bytes)
+    except orjson.JSONDecodeError:
+        data = lenient_json.loads(request.body_bytes)
+    return data if isinstance(data, dict) else {}
+
+
 def _needed(request: RemotingCommand) -> dict[str, int]:
     """resource -> permission this request needs (groups as %RETRY%<group>)."""
     code = request.code
@@ -201,12 +234,21 @@ def _needed(request: RemotingCommand) -> dict[str, int]:
         need[RETRY_GROUP_TOPIC_PREFIX + ext.get("consumerGroup", "")] = SUB
     elif code == C.UNREGISTER_CLIENT and ext.get("consumerGroup"):
         need[RETRY_GROUP_TOPIC_PREFIX + ext["consumerGroup"]] = SUB
+    elif code in _GROUP_READS:  # what RocketMQ 5's authorization asks of these (GET maps to SUB here)
+        need[RETRY_GROUP_TOPIC_PREFIX + ext.get("consumerGroup", "")] = SUB
+        if code == C.GET_CONSUME_STATS and ext.get("topic"):
+            need[ext["topic"]] = SUB
+    elif code in _TOPIC_READS:
+        need[ext.get("topic", "")] = SUB
+    elif code in (C.LOCK_BATCH_MQ, C.UNLOCK_BATCH_MQ):
+        data = _json_body(request)
+        need[RETRY_GROUP_TOPIC_PREFIX + str(data.get("consumerGroup", ""))] = SUB
+        for mq in data.get("mqSet") or ():
+            if isinstance(mq, dict):
+                need[str(mq.get("topic", ""))] = SUB
     elif code == C.HEART_BEAT:
-        try:
-            data = orjson.loads(request.body_bytes)
-        except orjson.JSONDecodeError:
-            data = lenient_json.loads(request.body_bytes)
-        for cd in (data or {}).get("consumerDataSet") or ():
+        data = _json_body(request)
+        for cd in data.get("consumerDataSet") or ():
             need[RETRY_GROUP_TOPIC_PREFIX + str(cd.get("groupName", ""))] = SUB
             for sd in cd.get("subscriptionDataSet") or ():
                 topic = str(sd.get("topic", ""))
@@ -218,8 +260,10 @@ def _needed(request: RemotingCommand) -> dict[str, int]:
 class AclHook(RPCHook):
     """Server-side RPC hook: raises AclError (answered as an error response) for refused requests."""
 
-    def __init__(self, acl: PlainAcl) -> None:
+    def __init__(self, acl: PlainAcl, replay_window_s: float = 120.0) -> None:
         self.acl = acl
+        # signed admin requests seen again within the window are refused (remoting/acl_signature.py)
+        self.replay = ReplayGuard(replay_window_s) if replay_window_s > 0 else None
 
     def do_before_request(self, remote_addr: str, request: RemotingCommand) -> None:
         acl = self.acl
@@ -245,6 +289,10 @@ class AclHook(RPCHook):
             and hmac.compare_digest(signature(request_content(ext, body, True), acc.secret_key), given)
         ):
             raise AclError(f"[ACL] check signature failed for accessKey={ak}")
+        if self.replay is not None and request.code in BROKER_STATE_CHANGING:
+            reason = self.replay.check(given, ext, request.code)
+            if reason is not None:
+                raise AclError(f"[ACL] replayed request refused: {reason}")
         if request.code in ADMIN_CODES:
             if not acc.admin:
                 raise AclError(f"[ACL] request code {request.code} needs admin permission, accessKey={ak}")
@@ -252,12 +300,36 @@ class AclHook(RPCHook):
         if acc.admin:
             return
         for resource, perm in _needed(request).items():
-            is_group = resource.startswith(RETRY_GROUP_TOPIC_PREFIX)
-            have = acc.resource_perms.get(
-                resource, acc.default_group_perm if is_group else acc.default_topic_perm
-            )
-            if have == DENY or not have & perm:
-                kind = "group" if is_group else "topic"
-                name = resource[len(RETRY_GROUP_TOPIC_PREFIX) :] if is_group else resource
-                raise AclError(f"[ACL] no {'PUB' if perm == PUB else 'SUB'} permission for {kind} {name}, "
-                               f"accessKey={ak}")  # fmt: skip
+            if not permits(acc, resource, perm):
+                raise AclError(refusal(acc, resource, perm))
+
+    def subject(self, remote_addr: str, request: RemotingCommand) -> Account | None:
+        """The account whose permissions limit this (already authenticated) request; None when nothing
+        does: a white-listed address or an admin account."""
+        acl = self.acl
+        ip = remote_addr.rpartition(":")[0].strip("[]")
+        if any(_addr_matches(p, ip) for p in acl.global_white):
+            return None
+        ak = request.ext_fields.get(ACCESS_KEY) or ""
+        acc = acl.accounts.get(ak)
+        if acc is None:  # the file changed since the request was authenticated
+            raise AclError(f"[ACL] no acl config for {ak}")
+        if acc.admin or (acc.white_remote_address and _addr_matches(acc.white_remote_address, ip)):
+            return None
+        return acc
+
+
+def permits(acc: Account, resource: str, perm: int) -> bool:
+    """Does the account hold perm (PUB or SUB) on a topic, or on a group given as %RETRY%<group>?"""
+    is_group = resource.startswith(RETRY_GROUP_TOPIC_PREFIX)
+    have = acc.resource_perms.get(resource, acc.default_group_perm if is_group else acc.default_topic_perm)
+    return have != DENY and bool(have & perm)
+
+
+def refusal(acc: Account, resource: str, perm: int) -> str:
+    is_group = resource.startswith(RETRY_GROUP_TOPIC_PREFIX)
+    kind = "group" if is_group else "topic"
+    name = resource[len(RETRY_GROUP_TOPIC_PREFIX) :] if is_group else resource
+    return (
+        f"[ACL] no {'PUB' if perm == PUB else 'SUB'} permission for {kind} {name}, accessKey={acc.access_key}"
+    )

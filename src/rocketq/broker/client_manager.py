@@ -130,17 +130,20 @@ class ClientManager:
             if not chans:
                 del self.producers[group]
 
-    def producer_channel(self, group: str) -> Channel | None:
+    def producer_channel(self, group: str, accept: Callable[[Channel], bool] | None = None) -> Channel | None:
         for info in (self.producers.get(group) or {}).values():
-            if not info.channel.closed:
+            if not info.channel.closed and (accept is None or accept(info.channel)):
                 return info.channel
         return None
 
-    def producer_channel_by_client_id(self, client_id: str) -> Channel | None:
+    def producer_channel_by_client_id(
+        self, client_id: str, accept: Callable[[Channel], bool] | None = None
+    ) -> Channel | None:
         for chans in self.producers.values():
             for info in chans.values():
-                if info.client_id == client_id and not info.channel.closed:
-                    return info.channel
+                ch = info.channel
+                if info.client_id == client_id and not ch.closed and (accept is None or accept(ch)):
+                    return ch
         return None
 
     # -- housekeeping ------------------------------------------------------------------------

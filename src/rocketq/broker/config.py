@@ -11,6 +11,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from rocketq.remoting.acl_signature import Credentials
+from rocketq.remoting.limits import LIMIT_KEYS, LimitsError, ServerLimits
+
 from .javaprops import PropertiesError, parse_properties
 
 
@@ -59,10 +62,14 @@ _KEYS: dict[str, tuple[type, Any]] = {
     "diskSpaceWarningLevelRatio": (int, 90),
     "diskSpaceCleanForciblyRatio": (int, 85),
     "cleanFileForciblyEnable": (bool, True),
+    "cleanResourceInterval": (int, 10_000),
     "maxMessageSize": (int, 4 * 1024 * 1024),
     "maxHashSlotNum": (int, 5_000_000),
     "maxIndexNum": (int, 20_000_000),
     "messageIndexEnable": (bool, True),
+    "checkCRCOnRecover": (bool, True),
+    # rocketq: never serve a record whose body fails its CRC (store/integrity.py)
+    "checkCRCOnRead": (bool, True),
     "commitLogWarmAheadEnable": (bool, True),  # rocketq: SYNC_FLUSH zeros ahead of the writer (store/warm.py)
     # rocketq: ASYNC_FLUSH page-cache zeros ahead of the writer too (store/warm.py; off: measured no gain)
     "commitLogWarmAheadAsyncEnable": (bool, False),
@@ -80,6 +87,8 @@ _KEYS: dict[str, tuple[type, Any]] = {
     # topics / groups
     "autoCreateTopicEnable": (bool, False),
     "autoCreateSubscriptionGroup": (bool, True),
+    # rocketq: no more auto-created groups once this many exist (admin-created ones are not limited)
+    "autoCreateSubscriptionGroupLimit": (int, 10_000),
     "defaultTopicQueueNums": (int, 8),
     "clusterTopicEnable": (bool, True),
     "brokerTopicEnable": (bool, True),
@@ -103,6 +112,13 @@ _KEYS: dict[str, tuple[type, Any]] = {
     "transactionCheckMax": (int, 15),
     "transactionCheckInterval": (int, 60_000),
     "aclEnable": (bool, False),
+    # RocketMQ 5: {"accessKey": .., "secretKey": ..} the broker signs its NameServer requests with (and a
+    # slave with aclEnable its metadata calls to the master and its HA handshake, ha/auth.py)
+    "innerClientAuthenticationCredentials": (str, ""),
+    # rocketq: with aclEnable, a signed admin request seen again within this many seconds is refused (0: off)
+    "authReplayWindowSeconds": (int, 120),
+    # rocketq: what a peer can make the remoting server hold before any request runs (remoting/limits.py)
+    **{key: (typ, default) for key, (_, typ, default) in LIMIT_KEYS.items()},
     "useTLS": (bool, False),
     "sendMessageThreadPoolNums": (int, 1),
     "pullMessageThreadPoolNums": (int, 16),
@@ -121,10 +137,30 @@ _KEYS: dict[str, tuple[type, Any]] = {
     "slaveReadEnable": (bool, False),
     "whichBrokerWhenConsumeSlowly": (int, 1),
     "accessMessageInMemoryMaxRatio": (int, 40),
-    # RocketMQ 5's inner credentials ({"accessKey":...,"secretKey":...}): a slave signs its calls to the
-    # master with them (metadata sync, the HA handshake) when aclEnable=true
-    "innerClientAuthenticationCredentials": (str, ""),
 }
+
+# keys whose values are secrets: masked in listings (GET_BROKER_CONFIG, the startup log, -p)
+SECRET_KEYS = frozenset({"innerClientAuthenticationCredentials"})
+
+# Values that leave a broker unusable or unstable (every send refused, every SYNC_FLUSH send timing out,
+# healthy clients expired, consumers spinning): refused at load and by UPDATE_BROKER_CONFIG alike.
+# key -> (lowest, highest, what a value outside does)
+_RANGES: dict[str, tuple[int, int, str]] = {
+    "maxMessageSize": (1024, 64 * 1024 * 1024, "a smaller limit refuses nearly every message"),
+    "syncFlushTimeout": (100, 600_000, "too short a wait fails SYNC_FLUSH sends that did reach the disk"),
+    "channelExpiredTimeout": (5_000, 86_400_000, "too short expires clients between their heartbeats"),
+    "shortPollingTimeMills": (1, 60_000, "0 makes consumers without long polling pull in a busy loop"),
+    "defaultTopicQueueNums": (1, 1024, "a topic needs 1..1024 queues"),
+    "diskMaxUsedSpaceRatio": (1, 100, "a percentage"),
+    "diskSpaceWarningLevelRatio": (1, 100, "a percentage"),
+    "diskSpaceCleanForciblyRatio": (1, 100, "a percentage"),
+    "fileReservedTime": (0, 100 * 365 * 24, "hours"),
+    "cleanResourceInterval": (100, 3_600_000, "ms between retention and disk checks"),
+    "autoCreateSubscriptionGroupLimit": (0, 10_000_000, "a count of groups"),
+}
+# RocketMQ's PermName: 4 read, 2 write, 1 inherit (valid 0..7); a broker that can do neither answers nothing
+_PERM_READ_WRITE = 6
+_REGION_RE = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 
 # RocketMQ renamed these keys (4.x "maped" -> "mapped"): both spellings are read, the newer one wins when
 # non-zero; listings show each once, under the newer name, with the size in effect
@@ -243,6 +279,8 @@ class BrokerConfig:
             if key in _RENAMED:
                 key, attr = _RENAMED[key]
                 value = getattr(self, attr)
+            if key in SECRET_KEYS and value:  # set or not, never the value (CVE-2024-23321)
+                value = "******"
             lines.append(f"{key}={str(value).lower() if isinstance(value, bool) else value}")
         return lines
 
@@ -279,10 +317,27 @@ class BrokerConfig:
             raise ConfigError(f"{where}: inSyncReplicas must be >= minInSyncReplicas")
         if not 0 < self["accessMessageInMemoryMaxRatio"] <= 100:
             raise ConfigError(f"{where}: accessMessageInMemoryMaxRatio must be in 1..100")
-        if not 0 < self["maxMessageSize"] <= 64 * 1024 * 1024:
-            raise ConfigError(f"{where}: maxMessageSize must be in 1..67108864")
-        if self["defaultTopicQueueNums"] <= 0:
-            raise ConfigError(f"{where}: defaultTopicQueueNums must be > 0")
+        for key, (lo, hi, why) in _RANGES.items():
+            if not lo <= self[key] <= hi:
+                raise ConfigError(f"{where}: {key}={self[key]} is out of range {lo}..{hi} ({why})")
+        perm = self["brokerPermission"]
+        if not (0 <= perm <= 7 and perm & _PERM_READ_WRITE):
+            raise ConfigError(
+                f"{where}: brokerPermission={perm} would leave the broker neither readable nor writable; "
+                "use 6 (read and write), 4 (read only) or 2 (write only)"
+            )
+        if not _REGION_RE.fullmatch(self["region"]):
+            raise ConfigError(f"{where}: region must be 1..128 characters of [A-Za-z0-9_.:-]")
+        if self["authReplayWindowSeconds"] < 0:
+            raise ConfigError(f"{where}: authReplayWindowSeconds must be >= 0")
+        try:
+            Credentials.parse(self["innerClientAuthenticationCredentials"])
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        try:
+            ServerLimits.from_config(self.values.get)
+        except LimitsError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
         for key in ("brokerName", "brokerClusterName"):
             if not re.fullmatch(r"[%|a-zA-Z0-9_-]{1,127}", self[key]):
                 raise ConfigError(f"{where}: {key} {self[key]!r} has characters outside [%|a-zA-Z0-9_-]")

@@ -19,6 +19,7 @@ from .delay import DelayLevels
 from .flush_waiter import FlushWaiter
 from .long_polling import PullRequestHoldService
 from .offset_manager import ConsumerOffsetManager
+from .read_acl import ReadGuard
 from .stats import BrokerStats
 from .subscription_manager import SubscriptionGroupManager
 from .topic_manager import TopicConfigManager
@@ -39,6 +40,8 @@ class BrokerContext(Protocol):
     hold: PullRequestHoldService
     flush_waiter: FlushWaiter | None  # SYNC_FLUSH acknowledgements wait here; None under ASYNC_FLUSH
     schedule: Any  # schedule.ScheduleMessageService (it is a context user itself)
+    reads: ReadGuard  # aclEnable: reads authorized by the stored message's topics (read_acl.py)
+    loop: asyncio.AbstractEventLoop  # the broker's event loop, once started
     _tasks: list[asyncio.Task[Any]]  # periodic tasks cancelled at shutdown
     # replication (ha/): replication.Replication once started (None before), a slave's SlaveSynchronize
     replication: Any

@@ -13,6 +13,8 @@ from typing import Any
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.remoting import Channel, RemotingClient, RemotingServer
+from rocketq.remoting.acl_signature import NAMESRV_STATE_CHANGING, Credentials, SigningHook
+from rocketq.remoting.limits import ServerLimits
 
 from .client_manager import ClientManager
 from .config import BrokerConfig, ConfigError
@@ -74,9 +76,12 @@ def store_config_of(cfg: BrokerConfig):
         disk_space_warning_level_ratio=cfg["diskSpaceWarningLevelRatio"],
         disk_space_clean_forcibly_ratio=cfg["diskSpaceCleanForciblyRatio"],
         clean_file_forcibly_enable=cfg["cleanFileForciblyEnable"],
+        clean_resource_interval=cfg["cleanResourceInterval"],
         max_hash_slot_num=cfg["maxHashSlotNum"],
         max_index_num=cfg["maxIndexNum"],
         message_index_enable=cfg["messageIndexEnable"],
+        check_crc_on_recover=cfg["checkCRCOnRecover"],
+        check_crc_on_read=cfg["checkCRCOnRead"],
         warm_ahead_enable=cfg["commitLogWarmAheadEnable"],
         warm_ahead_async_enable=cfg["commitLogWarmAheadAsyncEnable"],
         warm_ahead_bytes=cfg["commitLogWarmAheadBytes"],
@@ -105,11 +110,19 @@ def load_acl_hook(cfg: BrokerConfig):
 
     path = acl_file(cfg)
     try:
-        return AclHook(PlainAcl(path))
+        return AclHook(PlainAcl(path), replay_window_s=cfg["authReplayWindowSeconds"])
     except (ValueError, OSError) as exc:
         raise ConfigError(f"aclEnable=true but the ACL file is unusable: {exc}") from None
     except Exception as exc:  # YAML syntax errors
         raise ConfigError(f"aclEnable=true but {path} does not parse: {exc}") from None
+
+
+def inner_signing_hook(cfg: BrokerConfig) -> SigningHook | None:
+    """Signs the broker's NameServer requests with innerClientAuthenticationCredentials (if set)."""
+    creds = Credentials.parse(cfg["innerClientAuthenticationCredentials"])
+    if creds is None:
+        return None
+    return SigningHook(creds.access_key, creds.secret_key, stamp_codes=NAMESRV_STATE_CHANGING)
 
 
 class BrokerController:
@@ -127,9 +140,13 @@ class BrokerController:
         self.offsets = ConsumerOffsetManager(cfg)
         self.clients = ClientManager(cfg["channelExpiredTimeout"] / 1000.0)
         self.server = RemotingServer(
-            self.bind_host, cfg["listenPort"], idle_timeout_s=cfg["clientChannelMaxIdleTimeSeconds"]
+            self.bind_host,
+            cfg["listenPort"],
+            idle_timeout_s=cfg["clientChannelMaxIdleTimeSeconds"],
+            limits=ServerLimits.from_config(cfg.values.get),
+            name="broker",
         )
-        self.client = RemotingClient()
+        self.client = RemotingClient(rpc_hook=inner_signing_hook(cfg))
         self.namesrv = NamesrvApi(cfg, self.client)
         self.store: Any = None
         self.flush_waiter: FlushWaiter | None = None
@@ -144,8 +161,13 @@ class BrokerController:
         self.boot_timestamp = int(time.time() * 1000)
         self.stats = BrokerStats()
         self.processors: list[Any] = []
+        self.store_locks: list[Any] = []  # dirlock.py: held from start() until the end of shutdown()
         if cfg["aclEnable"]:
             self.server.rpc_hook = load_acl_hook(cfg)
+        from .read_acl import ReadGuard
+
+        # reads authorized by the stored message's topics (VIEW/QUERY/send-back/pull of %RETRY%, ...)
+        self.reads = ReadGuard(self.server.rpc_hook if cfg["aclEnable"] else None)
 
     @property
     def broker_addr(self) -> str:
@@ -160,6 +182,7 @@ class BrokerController:
         from .transactions import TransactionService
 
         self.loop = asyncio.get_running_loop()
+        self.lock_store()  # before anything reads or writes the store directory
         os.makedirs(self.cfg.config_dir, exist_ok=True)
         self.topics.load()
         self.subscriptions.load()
@@ -181,8 +204,10 @@ class BrokerController:
             # one pwrite (and under SYNC_FLUSH one group-commit wake-up) per run of pipelined sends
             self.server.set_burst_hooks(self.store.hold_flush_wakeups, self.store.release_flush_wakeups)
         await self.loop.run_in_executor(None, self.store.start)
+        from .forced_clean import watch as watch_forced_clean
         from .replication import Replication
 
+        watch_forced_clean(self)  # a forced clean at 85 % disk is logged and counted per consumer group
         self.replication = Replication(self)
 
         pull_proc = pull.PullProcessor(self)
@@ -243,6 +268,14 @@ class BrokerController:
             from .slave_sync import PERIOD_S
 
             self._tasks.append(self.loop.create_task(self._every(PERIOD_S, self.slave_sync.sync_all)))
+
+    def lock_store(self) -> None:
+        """Refuse to start (StoreLocked: "Lock failed, MQ already started") when another process holds
+        this store."""
+        from rocketq.dirlock import lock_store
+
+        if not self.store_locks:
+            self.store_locks = lock_store(self.cfg["storePathRootDir"], self.cfg["storePathCommitLog"])
 
     async def _every(self, period_s: float, fn) -> None:
         period_s = max(period_s, 0.05)
@@ -381,6 +414,8 @@ class BrokerController:
             await self.loop.run_in_executor(None, self.store.shutdown)
         if self.flush_waiter is not None:
             self.flush_waiter.close()
+        if not self.store_locks:
+            return  # never owned the store (not started, or another process holds it): write nothing there
         self.topics.persist_sync()
         self.subscriptions.persist_sync()
         self.offsets.persist_sync()
@@ -389,3 +424,6 @@ class BrokerController:
         batch = getattr(self, "batch_transactions", None)
         if batch is not None and hasattr(batch, "persist_sync"):
             batch.persist_sync()
+        for lock in reversed(self.store_locks):  # last: everything above has been written
+            lock.release()
+        self.store_locks = []

@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 
+from rocketq.dirlock import StoreLocked
 from rocketq.logs import LogSetupError, announce, setup_process_logging
 from rocketq.remoting import run
 
@@ -116,6 +117,9 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         run(serve(ctl))
+    except StoreLocked as exc:
+        print(f"rocketq broker: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"rocketq broker: {exc}", file=sys.stderr)
         return 1

@@ -17,7 +17,6 @@ from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.route import DataVersion, TopicConfigSerializeWrapper
 
-from .acl import ACCESS_KEY, SIGNATURE, request_content, signature
 from .subscription_manager import parse_group_config
 
 if TYPE_CHECKING:
@@ -35,14 +34,10 @@ class SlaveSynchronize:
         self.ctl = ctl
         self.synced_at = 0.0
         self.last_error = ""
-        self._creds = ctl.replication.ha.credentials if ctl.replication is not None else None
 
     async def _fetch(self, addr: str, code: int) -> Any:
+        # the broker's client signs every request with innerClientAuthenticationCredentials when set
         req = RemotingCommand.request(code, {})
-        creds = self._creds
-        if creds is not None:  # signed as RocketMQ's ACL client signs (what the master's AclHook checks)
-            req.ext_fields[ACCESS_KEY] = creds.access_key
-            req.ext_fields[SIGNATURE] = signature(request_content(req.ext_fields, b""), creds.secret_key)
         resp = await self.ctl.client.invoke(addr, req, TIMEOUT_S)
         if resp.code != ResponseCode.SUCCESS:
             raise RuntimeError(f"code {resp.code}: {resp.remark}")

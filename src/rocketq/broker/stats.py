@@ -20,6 +20,8 @@ class BrokerStats:
         self.got_yesterday = 0
         self._samples: deque[tuple[float, int, int]] = deque(maxlen=61)
         self.group_got: dict[str, int] = {}  # messages transferred per consumer group
+        # acknowledged messages a forced clean deleted before a group had read them (broker/forced_clean.py)
+        self.forced_clean_unconsumed = 0
         self._group_samples: dict[str, deque[tuple[float, int]]] = {}
         self._task: asyncio.Task[None] | None = None
 
@@ -83,4 +85,5 @@ class BrokerStats:
             "msgGetTotalTodayMorning": str(self.got_today_start),
             "putTps": f"{put10:.2f} {put60:.2f} {put60:.2f}",
             "getTransferedTps": f"{got10:.2f} {got60:.2f} {got60:.2f}",
+            "forcedCleanUnconsumedMessages": str(self.forced_clean_unconsumed),
         }

@@ -3,6 +3,7 @@ config/subscriptionGroup.json."""
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from typing import Any
@@ -18,6 +19,8 @@ from rocketq.protocol.route import DataVersion
 
 from .config import BrokerConfig
 from .persist import ConfigFile
+
+log = logging.getLogger(__name__)
 
 
 def parse_group_config(obj: dict[str, Any]) -> SubscriptionGroupConfig:
@@ -38,6 +41,7 @@ class SubscriptionGroupManager:
         self.table: dict[str, SubscriptionGroupConfig] = {}
         self.data_version = DataVersion(int(time.time() * 1000), 0)
         self._file = ConfigFile(os.path.join(cfg.config_dir, "subscriptionGroup.json"))
+        self._limit_logged_at = -60.0
 
     def load(self) -> None:
         obj = self._file.load()
@@ -75,8 +79,22 @@ class SubscriptionGroupManager:
         return self.table.get(group)
 
     def find_or_create(self, group: str) -> SubscriptionGroupConfig | None:
+        """The group's config; auto-created (autoCreateSubscriptionGroup) while the table holds fewer than
+        autoCreateSubscriptionGroupLimit groups, so that made-up group names can not grow it (and the file
+        rewritten on every change) without bound. Groups created by an admin are not limited."""
         sgc = self.table.get(group)
         if sgc is None and self.cfg["autoCreateSubscriptionGroup"]:
+            limit = self.cfg["autoCreateSubscriptionGroupLimit"]
+            if len(self.table) >= limit:
+                now = time.monotonic()
+                if now - self._limit_logged_at >= 60.0:
+                    self._limit_logged_at = now
+                    log.warning(
+                        "not auto-creating subscription group %s: %d groups exist "
+                        "(autoCreateSubscriptionGroupLimit=%d); create it with mqadmin updateSubGroup",
+                        group, len(self.table), limit,
+                    )  # fmt: skip
+                return None
             sgc = SubscriptionGroupConfig(group, retry_max_times=self.cfg["maxReconsumeTimes"])
             self.update(sgc)
         return sgc

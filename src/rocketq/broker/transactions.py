@@ -8,6 +8,7 @@ most transactionCheckMax times; each check re-appends the half with TRANSACTION_
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from typing import TYPE_CHECKING
@@ -18,6 +19,7 @@ from rocketq.protocol.headers import CheckTransactionStateRequestHeader, EndTran
 from rocketq.protocol.properties import (
     PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS,
     PROPERTY_PRODUCER_GROUP,
+    PROPERTY_REAL_TOPIC,
     PROPERTY_TRANSACTION_CHECK_TIMES,
     PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
@@ -213,7 +215,12 @@ class TransactionService:
                 log.warning("half message %s dropped after %d checks", msg.offset_msg_id, checks)
                 finished.add(off)
                 continue
-            channel = ctl.clients.producer_channel(props.get(PROPERTY_PRODUCER_GROUP, ""))
+            # the check-back carries the body: only to a producer whose account may send to the topic
+            real_topic = props.get(PROPERTY_REAL_TOPIC) or ""
+            channel = ctl.clients.producer_channel(
+                props.get(PROPERTY_PRODUCER_GROUP, ""),
+                functools.partial(ctl.reads.may_publish, topic=real_topic) if ctl.reads.enabled else None,
+            )
             if channel is None:
                 continue  # producer offline: keep it and try again later
             self._check_back(channel, msg, checks + 1)

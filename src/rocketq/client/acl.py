@@ -1,42 +1,36 @@
-"""AclClientRPCHook: signs every request like RocketMQ's ACL client (for brokers with aclEnable=true).
+"""AclClientRPCHook: signs every request like RocketMQ's ACL client (for brokers with aclEnable=true and
+NameServers with authenticationEnabled=true).
 
 Signature = Base64(HmacSHA1(secretKey, values of the sorted extFields incl. AccessKey [+ SecurityToken],
-concatenated, + body)), sent as extFields AccessKey / Signature (/ SecurityToken)."""
+concatenated, + body)), sent as extFields AccessKey / Signature (/ SecurityToken). State-changing admin and
+registration requests also carry a signed ``rqSignedAt`` (remoting/acl_signature.py): rocketq servers refuse
+them once they are older than their replay window; Apache servers ignore the field (its value is signed
+like any other, so their check passes)."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
+from rocketq.remoting.acl_signature import (
+    ACCESS_KEY,
+    SECRET_KEY,
+    SECURITY_TOKEN,
+    SIGNATURE,
+    STAMPED_CODES,
+    SigningHook,
+    cal_signature,
+    request_content,
+)
 
-from rocketq.protocol.frame import RemotingCommand
-from rocketq.remoting import RPCHook
-
-ACCESS_KEY = "AccessKey"
-SECRET_KEY = "SecretKey"
-SIGNATURE = "Signature"
-SECURITY_TOKEN = "SecurityToken"
-
-
-def cal_signature(content: bytes, secret_key: str) -> str:
-    return base64.b64encode(hmac.new(secret_key.encode(), content, hashlib.sha1).digest()).decode()
+__all__ = [
+    "ACCESS_KEY",
+    "SECRET_KEY",
+    "SECURITY_TOKEN",
+    "SIGNATURE",
+    "AclClientRPCHook",
+    "cal_signature",
+    "request_content",
+]
 
 
-def request_content(ext: dict[str, str], body: bytes) -> bytes:
-    values = "".join(v for k, v in sorted(ext.items()) if k != SIGNATURE and v is not None)
-    return values.encode() + body
-
-
-class AclClientRPCHook(RPCHook):
+class AclClientRPCHook(SigningHook):
     def __init__(self, access_key: str, secret_key: str, security_token: str | None = None) -> None:
-        self.access_key = access_key
-        self.secret_key = secret_key
-        self.security_token = security_token
-
-    def do_before_request(self, remote_addr: str, request: RemotingCommand) -> None:
-        ext = request.ext_fields
-        ext[ACCESS_KEY] = self.access_key
-        if self.security_token:
-            ext[SECURITY_TOKEN] = self.security_token
-        ext.pop(SIGNATURE, None)
-        ext[SIGNATURE] = cal_signature(request_content(ext, request.body_bytes), self.secret_key)
+        super().__init__(access_key, secret_key, security_token, stamp_codes=STAMPED_CODES)

@@ -8,6 +8,7 @@ import asyncio
 import collections
 import concurrent.futures
 import contextlib
+import functools
 import inspect
 import logging
 import time
@@ -167,6 +168,8 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
         self.consume_timeout = consume_timeout  # minutes, like consumeTimeout
         self.customized_trace_topic = customized_trace_topic
         self._trace: TraceDispatcher | None = None
+        self.corrupt_messages = 0  # pulled records left out, their body failing its CRC (check_crc)
+        self._corrupt_logged_at = 0.0
 
     # -- configuration ---------------------------------------------------------------------------
     def subscribe(self, topic: str, expression: str | MessageSelector | None = "*") -> None:
@@ -402,6 +405,18 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
             for mq in offsets:
                 store.remove_offset(mq)
         self.instance.rebalance_immediately()
+
+    def _corrupt(self, mq: MessageQueue, queue_offset: int, commit_log_offset: int) -> None:
+        """A pulled record failed its body CRC: it is not handed to the listener (as 5.x clients discard a
+        corrupted message); counted, and logged at most once a second."""
+        self.corrupt_messages += 1
+        now = time.monotonic()
+        if now - self._corrupt_logged_at >= 1.0:
+            self._corrupt_logged_at = now
+            log.error(
+                "%s: message at queue offset %d (CommitLog offset %d) failed its body CRC and was discarded "
+                "(%d so far)", mq, queue_offset, commit_log_offset, self.corrupt_messages,
+            )  # fmt: skip
 
     def running_info(self) -> dict[str, Any]:
         """GET_CONSUMER_RUNNING_INFO answer (ConsumerRunningInfo; mqTable keyed fastjson-style)."""
@@ -678,7 +693,9 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
                     if nxt >= 0 and to:
                         early = inst.remoting.start_invoke(to, request_for(nxt, cur, to), timeout_s)
                         ahead = (early, cur, to)
-                result = process_pull_response(resp, mq, sub, addr)
+                result = process_pull_response(
+                    resp, mq, sub, addr, inst.config.check_crc, functools.partial(self._corrupt, mq)
+                )
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

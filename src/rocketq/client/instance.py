@@ -78,6 +78,7 @@ class ClientConfig:
         access_key: str | None = None,
         secret_key: str | None = None,
         security_token: str | None = None,
+        check_crc: bool = True,
     ) -> None:
         self.poll_name_server_interval = poll_name_server_interval
         self.heartbeat_broker_interval = heartbeat_broker_interval
@@ -88,6 +89,9 @@ class ClientConfig:
         self.access_key = access_key
         self.secret_key = secret_key
         self.security_token = security_token
+        # verify each pulled message's body against its BODYCRC and leave out those that fail (RocketMQ's
+        # MessageDecoder checkCRC; 5.x clients discard a corrupted message the same way)
+        self.check_crc = check_crc
 
 
 def parse_namesrv(namesrv: str | Sequence[str] | None) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rocketq.protocol.codes import RequestCode
@@ -64,8 +65,14 @@ def build_pull_request(
 
 
 def process_pull_response(
-    resp: RemotingCommand, mq: MessageQueue, sub: SubscriptionData | None, addr: str
+    resp: RemotingCommand,
+    mq: MessageQueue,
+    sub: SubscriptionData | None,
+    addr: str,
+    check_crc: bool = False,
+    on_corrupt: Callable[[int, int], None] | None = None,
 ) -> PullResult:
+    """``check_crc``: leave out records whose body fails its CRC (to on_corrupt; see decode_records)."""
     try:
         status = PullStatus(resp.code)
     except ValueError:
@@ -75,7 +82,7 @@ def process_pull_response(
     if status is PullStatus.FOUND and resp.body:
         # one pending dict for the whole pull: the properties stay unparsed until someone reads them
         extra = {"MIN_OFFSET": ext.get("minOffset", "0"), "MAX_OFFSET": ext.get("maxOffset", "0")}
-        msgs = decode_records(resp.body_bytes, mq.broker_name, extra)
+        msgs = decode_records(resp.body_bytes, mq.broker_name, extra, check_crc, on_corrupt)
         if sub is not None and sub.tags_set:
             tags = sub.tags_set
             msgs = [m for m in msgs if m.tags is not None and m.tags in tags]

@@ -25,9 +25,8 @@ import hmac
 import os
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
 
-import orjson
+from rocketq.remoting.acl_signature import Credentials  # RocketMQ 5's innerClientAuthenticationCredentials
 
 MAGIC = struct.unpack(">q", b"\xffRQHAUTH")[0]
 HELLO = struct.pack(">q", MAGIC)
@@ -43,28 +42,6 @@ _PROOF_HEAD = struct.Struct(">qh")
 
 class HAAuthError(Exception):
     pass
-
-
-@dataclass(frozen=True, slots=True)
-class Credentials:
-    access_key: str
-    secret_key: str
-
-    @classmethod
-    def parse(cls, text: str) -> Credentials | None:
-        """innerClientAuthenticationCredentials: {"accessKey": "...", "secretKey": "..."}; None when empty."""
-        if not text.strip():
-            return None
-        try:
-            obj = orjson.loads(text)
-        except orjson.JSONDecodeError as exc:
-            raise ValueError(f"innerClientAuthenticationCredentials is not JSON: {exc}") from None
-        if not isinstance(obj, dict) or not obj.get("accessKey") or not obj.get("secretKey"):
-            raise ValueError("innerClientAuthenticationCredentials needs accessKey and secretKey")
-        ak = str(obj["accessKey"])
-        if len(ak.encode()) > MAX_KEY:
-            raise ValueError("innerClientAuthenticationCredentials: accessKey too long")
-        return cls(ak, str(obj["secretKey"]))
 
 
 def new_nonce() -> bytes:
@@ -91,6 +68,8 @@ def parse_challenge(buf: bytes) -> tuple[bool, bytes] | None:
 
 def encode_proof(creds: Credentials, nonce: bytes) -> bytes:
     ak = creds.access_key.encode()
+    if len(ak) > MAX_KEY:
+        raise HAAuthError(f"accessKey of {len(ak)} bytes (at most {MAX_KEY} in the HA proof)")
     return _PROOF_HEAD.pack(MAGIC, len(ak)) + ak + mac_of(creds.secret_key, nonce, creds.access_key)
 
 

@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rocketq.remoting.limits import LIMIT_KEYS, ServerLimits
+
 
 def default_home() -> str:
     return str(Path.home() / ".rocketq")
@@ -23,6 +25,19 @@ class NamesrvConfig:
     # RocketMQ defaults this to false; we answer orderTopicConf whenever the ORDER_TOPIC_CONFIG KV
     # namespace has the topic (an operator who puts it there wants it used).
     order_message_enable: bool = True
+    kv_config_max_entries: int = 10_000  # rocketq: bounds of the KV config (namesrv/kvconfig.py)
+    kv_config_max_bytes: int = 8 * 1024 * 1024
+    # authentication of state-changing requests (namesrv/auth.py; RocketMQ 5's key names)
+    authentication_enabled: bool = False
+    inner_client_authentication_credentials: str = ""  # {"accessKey": .., "secretKey": ..}: brokers sign
+    init_authentication_user: str = ""  # {"username": .., "password": ..}: an operator's (mqadmin)
+    authentication_whitelist: str = ""  # request codes let through unsigned, comma-separated
+    auth_replay_window_s: int = 120  # rocketq: a signed change seen again within this is refused (0: off)
+    # remoting limits (serverFrameMaxLength, serverMaxBufferedBytes, ...: remoting/limits.py), as given
+    limit_props: dict[str, str] = field(default_factory=dict)
+
+    def server_limits(self) -> ServerLimits:
+        return ServerLimits.from_config(self.limit_props.get)
 
     @property
     def kv_path(self) -> str:
@@ -60,6 +75,28 @@ class NamesrvConfig:
             self.server_channel_max_idle_s = float(props["serverChannelMaxIdleTimeSeconds"])
         if "orderMessageEnable" in props:
             self.order_message_enable = props["orderMessageEnable"].strip().lower() == "true"
+        for key, attr in (
+            ("kvConfigMaxEntries", "kv_config_max_entries"),
+            ("kvConfigMaxBytes", "kv_config_max_bytes"),
+        ):
+            if key in props:
+                setattr(self, attr, int(props[key]))
+                if getattr(self, attr) <= 0:
+                    raise ValueError(f"{key} must be > 0")
+        if "authenticationEnabled" in props:
+            self.authentication_enabled = props["authenticationEnabled"].strip().lower() == "true"
+        for key, attr in _AUTH_TEXT_KEYS.items():
+            if key in props:
+                setattr(self, attr, props[key].strip())
+        if "authReplayWindowSeconds" in props:
+            self.auth_replay_window_s = int(props["authReplayWindowSeconds"])
+            if self.auth_replay_window_s < 0:
+                raise ValueError("authReplayWindowSeconds must be >= 0")
+        for key in LIMIT_KEYS:
+            if key in props:
+                self.limit_props[key] = props[key].strip()
+        if self.limit_props:
+            self.server_limits()  # refuse a bad value at startup (LimitsError is a ValueError)
 
     def to_properties(self) -> str:
         items = {
@@ -72,8 +109,25 @@ class NamesrvConfig:
             "scanNotActiveBrokerInterval": str(int(self.scan_not_active_broker_interval_s * 1000)),
             "serverChannelMaxIdleTimeSeconds": f"{self.server_channel_max_idle_s:g}",
         }
+        items["kvConfigMaxEntries"] = str(self.kv_config_max_entries)
+        items["kvConfigMaxBytes"] = str(self.kv_config_max_bytes)
+        items["authenticationEnabled"] = "true" if self.authentication_enabled else "false"
+        for key, attr in _AUTH_TEXT_KEYS.items():
+            value = getattr(self, attr)
+            # the credentials are secrets: shown as set or not, never their value (CVE-2024-23321)
+            items[key] = "******" if value and key in _SECRET_KEYS else value
+        items["authReplayWindowSeconds"] = str(self.auth_replay_window_s)
+        limits = self.server_limits()
+        items.update({key: str(getattr(limits, attr)) for key, (attr, _, _) in LIMIT_KEYS.items()})
         return "".join(f"{k}={v}\n" for k, v in items.items())
 
+
+_AUTH_TEXT_KEYS = {
+    "innerClientAuthenticationCredentials": "inner_client_authentication_credentials",
+    "initAuthenticationUser": "init_authentication_user",
+    "authenticationWhitelist": "authentication_whitelist",
+}
+_SECRET_KEYS = frozenset({"innerClientAuthenticationCredentials", "initAuthenticationUser"})
 
 # Keys UPDATE_NAMESRV_CONFIG may change at runtime (not paths, not the listen address).
 UPDATABLE_KEYS = frozenset({"orderMessageEnable", "brokerChannelExpiredTime"})

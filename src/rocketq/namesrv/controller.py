@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 
+from rocketq.dirlock import DirLock
 from rocketq.remoting import RemotingServer
+from rocketq.remoting.acl_signature import Credentials
 
+from .auth import NamesrvAuthHook, parse_whitelist
 from .config import NamesrvConfig
 from .kvconfig import KVConfigManager
 from .processor import NamesrvProcessor
@@ -17,25 +21,54 @@ log = logging.getLogger(__name__)
 BOOT_LINE = "The Name Server boot success. serializeType=JSON"
 
 
+def auth_hook_of(cfg: NamesrvConfig) -> NamesrvAuthHook:
+    """The authentication / replay / audit hook for this config (ValueError for bad credentials)."""
+    creds = [
+        c
+        for c in (
+            Credentials.parse(cfg.inner_client_authentication_credentials),
+            Credentials.parse(cfg.init_authentication_user, "initAuthenticationUser"),
+        )
+        if c is not None
+    ]
+    return NamesrvAuthHook(
+        cfg.authentication_enabled,
+        creds,
+        whitelist=parse_whitelist(cfg.authentication_whitelist),
+        replay_window_s=cfg.auth_replay_window_s,
+    )
+
+
 class NamesrvController:
     def __init__(self, config: NamesrvConfig | None = None) -> None:
         self.config = config or NamesrvConfig()
         self.routes = RouteInfoManager(broker_channel_expired_s=self.config.broker_channel_expired_s)
-        self.kv = KVConfigManager(self.config.kv_path)
+        self.kv = KVConfigManager(
+            self.config.kv_path,
+            max_entries=self.config.kv_config_max_entries,
+            max_bytes=self.config.kv_config_max_bytes,
+        )
         self.server = RemotingServer(
             self.config.bind_address,
             self.config.listen_port,
             idle_timeout_s=self.config.server_channel_max_idle_s,
+            limits=self.config.server_limits(),
+            name="namesrv",
         )
         self.processor = NamesrvProcessor(self.routes, self.kv, self.config)
+        self.server.rpc_hook = auth_hook_of(self.config)
         self.processor.register(self.server)
         self._scan_task: asyncio.Task[None] | None = None
+        # one NameServer per KV config: a second one would overwrite the first one's puts
+        kv = os.path.abspath(self.config.kv_path)
+        self.home_lock = DirLock(os.path.dirname(kv), os.path.basename(kv) + ".lock")
 
     @property
     def address(self) -> str:
         return self.server.address
 
     async def start(self) -> None:
+        self.home_lock.acquire()  # StoreLocked ("Lock failed, MQ already started") before the KV is read
         await asyncio.get_running_loop().run_in_executor(None, self.kv.load)
         await self.server.start()
         self._scan_task = asyncio.get_running_loop().create_task(self._scan_loop())
@@ -55,4 +88,7 @@ class NamesrvController:
             self._scan_task.cancel()
             self._scan_task = None
         await self.server.close()
+        if not self.home_lock.held:
+            return  # never started: the KV file is someone else's
         await self.kv.persist()
+        self.home_lock.release()

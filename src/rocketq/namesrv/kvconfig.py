@@ -1,7 +1,10 @@
 """NameServer KV config (namespace -> key -> value), persisted as kvConfig.json like RocketMQ.
 
 File format: {"configTable": {"ns": {"k": "v"}}}. Writes are atomic (temp file, fsync, rename) and run
-in a worker thread; concurrent updates coalesce into one write of the latest table.
+in a worker thread; concurrent updates coalesce into one write of the latest table, and writes start at most
+every ``min_write_interval_s`` (the changes made meanwhile ride on the next one), so a flood of puts costs at
+most one whole-file write per interval. The table is bounded: ``max_entries`` entries and ``max_bytes``
+bytes of names and values in total (namesrv.conf ``kvConfigMaxEntries`` / ``kvConfigMaxBytes``).
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ log = logging.getLogger(__name__)
 MAX_NAMESPACE_LEN = 255
 MAX_KEY_LEN = 1024
 MAX_VALUE_LEN = 64 * 1024
-MAX_ENTRIES = 100_000
+MAX_ENTRIES = 10_000
+MAX_BYTES = 8 * 1024 * 1024
+MIN_WRITE_INTERVAL_S = 0.1
 
 
 class KVConfigError(ValueError):
@@ -35,11 +40,25 @@ def _check(name: str, value: str, limit: int) -> None:
 
 
 class KVConfigManager:
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        max_entries: int = MAX_ENTRIES,
+        max_bytes: int = MAX_BYTES,
+        min_write_interval_s: float = MIN_WRITE_INTERVAL_S,
+    ) -> None:
         self.path = Path(path)
         self.table: dict[str, dict[str, str]] = {}
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self.min_write_interval_s = min_write_interval_s
+        self.entries = 0
+        self.bytes = 0  # UTF-8 bytes of every namespace, key and value (what the file grows with)
         self._version = 0  # bumped per change; a writer persists the newest one
         self._written = 0
+        self._last_write = -1e18
+        self.writes = 0
         self._lock: asyncio.Lock | None = None
 
     # -- in memory ---------------------------------------------------------------------------
@@ -49,9 +68,19 @@ class KVConfigManager:
         if len(value) > MAX_VALUE_LEN:
             raise KVConfigError(f"value longer than {MAX_VALUE_LEN} characters")
         ns = self.table.get(namespace)
-        if (ns is None or key not in ns) and sum(len(t) for t in self.table.values()) >= MAX_ENTRIES:
-            raise KVConfigError(f"KV config is full ({MAX_ENTRIES} entries)")
+        old = None if ns is None else ns.get(key)
+        if old is None and self.entries >= self.max_entries:
+            raise KVConfigError(f"KV config is full: kvConfigMaxEntries={self.max_entries} entries")
+        grow = _size(value) - (_size(old) if old is not None else -(_size(namespace) + _size(key)))
+        if grow > 0 and self.bytes + grow > self.max_bytes:
+            raise KVConfigError(
+                f"KV config is full: kvConfigMaxBytes={self.max_bytes} bytes ({self.bytes} used, "
+                f"this entry needs {grow} more)"
+            )
         self.table.setdefault(namespace, {})[key] = value
+        self.bytes += grow
+        if old is None:
+            self.entries += 1
         self._version += 1
 
     def get(self, namespace: str, key: str) -> str | None:
@@ -62,7 +91,9 @@ class KVConfigManager:
         ns = self.table.get(namespace)
         if ns is None or key not in ns:
             return False
-        del ns[key]
+        value = ns.pop(key)
+        self.bytes -= _size(namespace) + _size(key) + _size(value)
+        self.entries -= 1
         if not ns:
             del self.table[namespace]
         self._version += 1
@@ -91,6 +122,20 @@ class KVConfigManager:
             # Keep the broken file for an operator; start empty rather than refuse to boot.
             log.error("ignoring unreadable %s: %s", self.path, exc)
             self.table = {}
+        self.entries = sum(len(t) for t in self.table.values())
+        self.bytes = sum(
+            _size(ns) + _size(k) + _size(v) for ns, t in self.table.items() for k, v in t.items()
+        )
+        if self.entries > self.max_entries or self.bytes > self.max_bytes:
+            # a file from before the limits (or edited by hand) is served as it is; puts wait for room
+            log.warning(
+                "%s holds %d entries / %d bytes, over kvConfigMaxEntries=%d / kvConfigMaxBytes=%d",
+                self.path,
+                self.entries,
+                self.bytes,
+                self.max_entries,
+                self.max_bytes,
+            )
 
     def _write(self, data: bytes) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -108,10 +153,20 @@ class KVConfigManager:
         if self._lock is None:
             self._lock = asyncio.Lock()
         wanted = self._version
+        loop = asyncio.get_running_loop()
         async with self._lock:
             if self._written >= wanted:
                 return  # a write that started after our change already covered it
+            wait = self._last_write + self.min_write_interval_s - loop.time()
+            if wait > 0:  # changes made while we wait ride on this write
+                await asyncio.sleep(wait)
             version = self._version
             data = self.snapshot()
-            await asyncio.get_running_loop().run_in_executor(None, self._write, data)
+            self._last_write = loop.time()
+            await loop.run_in_executor(None, self._write, data)
             self._written = version
+            self.writes += 1
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))

@@ -9,11 +9,12 @@ import os
 import signal
 import sys
 
+from rocketq.dirlock import StoreLocked
 from rocketq.logs import announce, setup_process_logging
 from rocketq.remoting import run
 
 from .config import NamesrvConfig, read_properties
-from .controller import BOOT_LINE, NamesrvController
+from .controller import BOOT_LINE, NamesrvController, auth_hook_of
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,7 @@ def parse_args(argv: list[str]) -> NamesrvConfig:
         cfg.scan_not_active_broker_interval_s = a.scan_interval_s
     if a.idle_timeout_s:
         cfg.server_channel_max_idle_s = a.idle_timeout_s
+    auth_hook_of(cfg)  # bad credentials stop the NameServer here, with the key's name
     setup_process_logging(cfg.home, a.log_level, {"namesrv.log": None})  # LogSetupError: a ValueError
     return cfg
 
@@ -71,6 +73,9 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         run(serve(cfg))
+    except StoreLocked as exc:
+        print(f"rocketq namesrv: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:  # e.g. address in use
         print(f"rocketq namesrv: {exc}", file=sys.stderr)
         return 1

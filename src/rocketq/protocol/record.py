@@ -302,6 +302,14 @@ def decode_record(view, pos: int = 0, verify_crc: bool = False) -> MessageExt:
         m.store_host = (socket.inet_ntoa(sip), sport)
         p = pos + HEADER_SIZE
     else:
+        # IPv6 hosts make the fixed part 12 bytes longer each: check it fits before reading it
+        fixed = (
+            FIXED_SIZE
+            + 12 * bool(sys_flag & sf.BORNHOST_V6_FLAG)
+            + 12 * bool(sys_flag & sf.STOREHOST_ADDRESS_V6_FLAG)
+        )
+        if size < fixed:
+            raise ProtocolError(f"bad record size {size} for its IPv6 hosts")
         m.body_crc, m.queue_id, m.flag = struct.unpack_from(">iii", view, pos + 8)
         m.queue_offset, m.commit_log_offset = struct.unpack_from(">qq", view, pos + 20)
         m.sys_flag = sys_flag

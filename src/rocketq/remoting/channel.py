@@ -22,8 +22,11 @@ from rocketq.protocol.frame import MAX_FRAME_SIZE, FrameDecoder, ProtocolError, 
 
 from .errors import RemotingConnectError, RemotingSendRequestError, RemotingTimeoutError
 from .hook import RPCHook
+from .limits import _BACKLOG, _WRITE, ConnectionGuard, EventSummary
 
 log = logging.getLogger(__name__)
+# malformed frames on connections without a server's guard (the client side): one line per minute at most
+_client_events = EventSummary(60.0, "remoting client")
 
 HandlerResult = Union[RemotingCommand, None, Awaitable[RemotingCommand | None]]  # noqa: UP007
 # async def handler(channel, request) -> RemotingCommand | None, or a plain def (run inline) that returns
@@ -150,6 +153,7 @@ class Channel(asyncio.Protocol):
         on_lost: Callable[[Channel], None] | None = None,
         coalesce_writes: bool = False,
         pause_reading_on_backpressure: bool = False,
+        guard: ConnectionGuard | None = None,
     ) -> None:
         self.id = next(_channel_ids)
         # Server side: stop reading a peer that does not read our responses, so its requests cannot
@@ -177,7 +181,12 @@ class Channel(asyncio.Protocol):
         self._drain_waiters: list[asyncio.Future[None]] = []
         self._cork: list[Any] | None = None  # set while handling one read's frames
         self._backlog: deque[RemotingCommand] | None = None  # frames of earlier reads not handled yet
-        self._backlog_paused = False
+        # server side: the limits of the server (buffered bytes, frame deadline, connection counts)
+        self._guard = guard
+        self._held = 0  # bytes of a partial frame, as last reported to the guard
+        self._host = ""
+        self._admitted = False
+        self._read_block = 0  # limits._WRITE | _BACKLOG | _BUDGET: why reading is paused (0: it is not)
         self._wq: list[Any] | None = None  # outgoing requests waiting for the end of this loop turn
         self.coalesce_writes = coalesce_writes
 
@@ -192,23 +201,40 @@ class Channel(asyncio.Protocol):
         self.remote_addr = _fmt_addr(transport.get_extra_info("peername"))
         self.local_addr = _fmt_addr(transport.get_extra_info("sockname"))
         self.last_active = self._loop.time()
+        guard = self._guard
+        if guard is not None:
+            peer = transport.get_extra_info("peername")
+            self._host = str(peer[0]) if isinstance(peer, tuple) and peer else self.remote_addr
+            if not guard.admit(self, self._host):
+                self.closed = True
+                transport.abort()
+                return
+            self._admitted = True
 
     def data_received(self, data: bytes) -> None:
-        self.last_active = self._loop.time()
+        self.last_active = now = self._loop.time()
         try:
             commands = self._decoder.feed(data)
         except ProtocolError as exc:
-            log.warning("closing %s: malformed frame: %s", self.remote_addr, exc)
+            (self._guard.events if self._guard is not None else _client_events).note(
+                "closed: malformed frame", self.remote_addr, str(exc)
+            )
             self.close()
             return
+        guard = self._guard
+        if guard is not None:
+            held = len(self._decoder._buf)
+            if held != self._held:
+                guard.held_changed(self, held, bool(commands), now)
+                if self.closed:
+                    return
         if not commands:  # the start of a frame: the rest comes with a later read
             return
         backlog = self._backlog
         if backlog is not None:  # earlier frames are still waiting for their turn: keep the order
             backlog.extend(commands)
-            if len(backlog) > _BACKLOG_PAUSE and not self._backlog_paused and self._transport is not None:
-                self._backlog_paused = True
-                self._transport.pause_reading()
+            if len(backlog) > _BACKLOG_PAUSE and not self._read_block & _BACKLOG:
+                self._block_reading(_BACKLOG)
             return
         if len(commands) == 1:
             self._handle(commands[0])
@@ -236,10 +262,8 @@ class Channel(asyncio.Protocol):
             self._loop.call_soon(self._drain_backlog)
             return
         self._backlog = None
-        if self._backlog_paused:
-            self._backlog_paused = False
-            if self._transport is not None and not self._transport.is_closing():
-                self._transport.resume_reading()
+        if self._read_block & _BACKLOG:
+            self._unblock_reading(_BACKLOG)
 
     def _handle_burst(self, commands: list[RemotingCommand]) -> None:
         # Several frames in one read (pipelined requests, at most _BURST_FRAMES): cork, so that the inline
@@ -283,6 +307,9 @@ class Channel(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self._transport = None
+        if self._admitted:
+            self._admitted = False
+            self._guard.release(self, self._host)  # type: ignore[union-attr]
         pending, self._pending = self._pending, {}
         if self._timer is not None:
             self._timer.cancel()
@@ -305,14 +332,27 @@ class Channel(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self._write_paused = True
-        if self._pause_reading and self._transport is not None:
-            self._transport.pause_reading()
+        if self._pause_reading:
+            self._block_reading(_WRITE)
 
     def resume_writing(self) -> None:
         self._write_paused = False
-        if self._pause_reading and self._transport is not None and not self._transport.is_closing():
-            self._transport.resume_reading()
+        if self._pause_reading:
+            self._unblock_reading(_WRITE)
         self._wake_drain_waiters()
+
+    def _block_reading(self, reason: int) -> None:
+        """Stop reading the peer for ``reason`` (reasons add up: reading resumes once none is left)."""
+        if not self._read_block and self._transport is not None and not self._transport.is_closing():
+            self._transport.pause_reading()
+        self._read_block |= reason
+
+    def _unblock_reading(self, reason: int) -> None:
+        if not self._read_block & reason:
+            return
+        self._read_block &= ~reason
+        if not self._read_block and self._transport is not None and not self._transport.is_closing():
+            self._transport.resume_reading()
 
     def _wake_drain_waiters(self) -> None:
         waiters, self._drain_waiters = self._drain_waiters, []
@@ -437,9 +477,9 @@ class Channel(asyncio.Protocol):
         task.add_done_callback(self._tasks.discard)
 
     def _reply_error(self, request: RemotingCommand, exc: BaseException) -> None:
-        # Bad input (ValueError, incl. ProtocolError) is the peer's problem: keep it out of the log
-        # unless debugging; anything else is our bug.
-        level = logging.DEBUG if isinstance(exc, ValueError) else logging.WARNING
+        # Bad input (ValueError, incl. ProtocolError) and refused requests (PermissionError: ACL) are the
+        # peer's problem: keep them out of the log unless debugging; anything else is our bug.
+        level = logging.DEBUG if isinstance(exc, ValueError | PermissionError) else logging.WARNING
         log.log(level, "processor for code %s failed on %s: %r", request.code, self.remote_addr, exc)
         if not request.flag & FLAG_ONEWAY:
             text = str(exc) or type(exc).__name__
@@ -619,6 +659,8 @@ class Channel(asyncio.Protocol):
         if self._transport is not None:
             self._transport.abort()
         self.closed = True
+
+    close_now = abort  # what the server's guard calls: the peer is not owed the queued writes
 
     async def wait_closed(self) -> None:
         await asyncio.shield(self._closed_fut)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable
 from typing import Any
 
-from rocketq.protocol.frame import MAX_FRAME_SIZE
-
 from .channel import Channel, DeferredReply, Dispatcher, Handler
 from .hook import RPCHook
+from .limits import ConnectionGuard, ServerLimits
 
 log = logging.getLogger(__name__)
 
@@ -21,6 +21,9 @@ class RemotingServer:
     ``server.port`` is the bound port after ``start()``. A handler is ``async def h(channel, request)``
     (runs as its own task) or a plain ``def`` (runs inline: use it for fast, non-blocking work; it may
     return an awaitable to continue asynchronously). Returning None sends no response.
+
+    ``limits`` bounds what peers can make the server hold before any request is processed (frame size,
+    buffered partial frames, frame deadline, connection counts: remoting/limits.py); ``guard`` enforces them.
     """
 
     def __init__(
@@ -29,21 +32,31 @@ class RemotingServer:
         port: int = 0,
         *,
         idle_timeout_s: float = 120.0,
-        max_frame_size: int = MAX_FRAME_SIZE,
+        max_frame_size: int | None = None,
         rpc_hook: RPCHook | None = None,
         backlog: int = 1024,
         max_tasks_per_channel: int = 10_000,
+        limits: ServerLimits | None = None,
+        name: str = "remoting",
     ) -> None:
         self.host = host
         self.port = port
         self.idle_timeout_s = idle_timeout_s
-        self.max_frame_size = max_frame_size
+        limits = dataclasses.replace(limits) if limits is not None else ServerLimits()
+        if max_frame_size is not None:
+            limits.max_frame_size = max_frame_size
+            limits.max_buffered_bytes = max(limits.max_buffered_bytes, max_frame_size)
+        limits.validate()
+        self.limits = limits
+        self.guard = ConnectionGuard(limits, name)
+        self.max_frame_size = limits.max_frame_size
         self.backlog = backlog
         self._dispatcher = Dispatcher(rpc_hook, max_tasks_per_channel=max_tasks_per_channel)
         self._open_callbacks: list[Callable[[Channel], Any]] = []
         self._channels: dict[int, Channel] = {}
         self._server: asyncio.base_events.Server | None = None
         self._idle_task: asyncio.Task[None] | None = None
+        self._guard_task: asyncio.Task[None] | None = None
 
     # -- configuration -----------------------------------------------------------------------
     def register_processor(self, code: int, handler: Handler) -> None:
@@ -88,6 +101,7 @@ class RemotingServer:
             max_frame_size=self.max_frame_size,
             on_lost=self._lost,
             pause_reading_on_backpressure=True,
+            guard=self.guard,
         )
         self._channels[ch.id] = ch
         for cb in self._open_callbacks:
@@ -102,6 +116,7 @@ class RemotingServer:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
+        self.guard.fit_fd_limit()
         self._server = await loop.create_server(
             self._make_channel, self.host, self.port, backlog=self.backlog, reuse_address=True
         )
@@ -109,6 +124,17 @@ class RemotingServer:
         self.port = sock.getsockname()[1]
         if self.idle_timeout_s and self.idle_timeout_s > 0:
             self._idle_task = loop.create_task(self._idle_scan())
+        self._guard_task = loop.create_task(self._guard_scan())
+
+    async def _guard_scan(self) -> None:
+        """Frame deadlines (closes half frames older than the limit) and the guard's summary log line."""
+        loop = asyncio.get_running_loop()
+        guard = self.guard
+        period = min(1.0, max(0.02, guard.limits.frame_timeout_s / 4))
+        while True:
+            await asyncio.sleep(period)
+            guard.expire_frames(loop.time())
+            guard.events.flush_if_due()
 
     async def _idle_scan(self) -> None:
         loop = asyncio.get_running_loop()
@@ -126,6 +152,10 @@ class RemotingServer:
         if self._idle_task is not None:
             self._idle_task.cancel()
             self._idle_task = None
+        if self._guard_task is not None:
+            self._guard_task.cancel()
+            self._guard_task = None
+            self.guard.events.flush()
         if self._server is not None:
             self._server.close()
         channels = list(self._channels.values())

@@ -21,6 +21,13 @@ RocketMQ's rules (CleanCommitLogService + CleanConsumeQueueService), with its co
 The store starts CleanService as a daemon thread (check every 10 s); tests call run_once() with an injected
 clock and
 disk-usage function.
+
+A forced clean (segments deleted before fileReservedTime because the disk is above
+diskSpaceCleanForciblyRatio or full) deletes acknowledged messages that consumers may not have read yet. That
+is RocketMQ's behaviour and stays, but never silently: each such pass logs the segments and how many messages
+each queue lost, counts them (CleanupStats.forced_*: the broker's runtime info and metrics), and hands the
+queues' old and new minimum offsets to on_forced_clean, where the broker works out what each consumer group
+had not consumed yet.
 """
 
 from __future__ import annotations
@@ -57,6 +64,10 @@ class StoreForCleanup(Protocol):
         """Delete CQ files whose units all point below min_phy_offset; correct each queue's min offset."""
         ...
 
+    def queue_min_offsets(self) -> QueueMins:
+        """(topic, queue id) -> minimum queue offset, for every queue."""
+        ...
+
 
 @dataclass
 class CleanupStats:
@@ -64,6 +75,14 @@ class CleanupStats:
     consume_queue_files_deleted: int = 0
     index_files_deleted: int = 0
     last_ratio: float = 0.0
+    forced_passes: int = 0  # passes that deleted segments before they expired
+    forced_segments_deleted: int = 0
+    forced_messages_deleted: int = 0  # queue entries those segments held (consumed or not)
+
+
+QueueMins = dict[tuple[str, int], int]
+# (deleted segment paths, {(topic, queue id): (min offset before, min offset after)}) of one forced pass
+ForcedCleanListener = Callable[[list[str], dict[tuple[str, int], tuple[int, int]]], None]
 
 
 def disk_usage_ratio(path: str) -> float:
@@ -116,6 +135,7 @@ class CleanService:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_min_phy = -1
+        self.on_forced_clean: ForcedCleanListener | None = None
 
     # ---------------------------------------------------------------- config (RocketMQ names and defaults)
     def _opt(self, name: str, default: Any) -> Any:
@@ -191,15 +211,50 @@ class CleanService:
         if manual:
             self.manual_delete_requests -= 1
         deleted = 0
+        forced: list[str] = []
+        before: QueueMins = {}
         if time_up or space_to_delete or manual:
             reserved_ms = int(self._opt("file_reserved_time", 72) * HOUR_MS)
-            deleted = self._delete_segments(now, reserved_ms, clean_immediately)
+            if clean_immediately:
+                before = self._queue_mins()
+            deleted = self._delete_segments(now, reserved_ms, clean_immediately, forced)
         self._clean_derived()
+        if forced:
+            self._report_forced(forced, before, ratio)
         if deleted:
             self.check_disk()
         return deleted
 
-    def _delete_segments(self, now: int, reserved_ms: int, at_once: bool) -> int:
+    def _queue_mins(self) -> QueueMins:
+        fn = getattr(self.store, "queue_min_offsets", None)
+        return fn() if fn is not None else {}
+
+    def _report_forced(self, paths: list[str], before: QueueMins, ratio: float) -> None:
+        after = self._queue_mins()
+        lost = {k: (lo, after.get(k, lo)) for k, lo in before.items() if after.get(k, lo) > lo}
+        messages = sum(hi - lo for lo, hi in lost.values())
+        st = self.stats
+        st.forced_passes += 1
+        st.forced_segments_deleted += len(paths)
+        st.forced_messages_deleted += messages
+        worst = sorted(lost.items(), key=lambda kv: kv[1][0] - kv[1][1])[:10]
+        log.warning(
+            "forced clean: disk %.1f%% used (diskSpaceCleanForciblyRatio %s%%): deleted %d CommitLog "
+            "segment(s) before fileReservedTime expired (%s); the pass removed %d messages from %d queues%s",
+            ratio * 100, self._opt("disk_space_clean_forcibly_ratio", 85), len(paths),
+            ", ".join(os.path.basename(p) for p in paths), messages, len(lost),
+            "; most: " + ", ".join(f"{t}/{q} {hi - lo}" for (t, q), (lo, hi) in worst) if worst else "",
+        )  # fmt: skip
+        listener = self.on_forced_clean
+        if listener is not None and lost:
+            try:
+                listener(paths, lost)
+            except Exception:
+                log.exception("forced clean listener failed")
+
+    def _delete_segments(
+        self, now: int, reserved_ms: int, at_once: bool, forced: list[str] | None = None
+    ) -> int:
         segments = self.store.commitlog_segments()
         interval_s = self._opt("delete_commit_log_files_interval", 100) / 1000
         batch_max = self._opt("delete_file_batch_max", DELETE_FILES_BATCH_MAX)
@@ -216,7 +271,12 @@ class CleanService:
             if not self.store.delete_commitlog_segment(path):
                 break  # in use; keep order (never leave a hole in the CommitLog)
             deleted += 1
-            log.info("retention: deleted CommitLog segment %s", path)
+            if now < mtime_ms + reserved_ms:  # deleted only because the disk is (nearly) full
+                if forced is not None:
+                    forced.append(path)
+                log.warning("retention: deleted unexpired CommitLog segment %s (forced clean)", path)
+            else:
+                log.info("retention: deleted CommitLog segment %s", path)
             if interval_s > 0 and deleted < batch_max:
                 self._sleep(interval_s)
         self.stats.commitlog_deleted += deleted
@@ -264,10 +324,15 @@ class MessageStoreAdapter:
                 cq.correct_min_offset(min_phy_offset)
         return n
 
+    def queue_min_offsets(self) -> QueueMins:
+        return {k: cq.get_min_offset_in_queue() for k, cq in list(self.store.consume_queue_table.items())}
+
 
 def for_message_store(store: Any, **kwargs: Any) -> CleanService:
     """The CleanService a MessageStore starts: `self.clean = cleanup.for_message_store(self)`."""
     kwargs.setdefault("index_service", getattr(store, "index_service", None))
+    interval_ms = getattr(store.config, "clean_resource_interval", 10_000)
+    kwargs.setdefault("check_interval_s", max(interval_ms, 100) / 1000)
     return CleanService(MessageStoreAdapter(store), store.config, **kwargs)
 
 

@@ -36,6 +36,7 @@ class StoreConfig:
     disk_space_warning_level_ratio: int = 90  # % used: above it the store refuses writes
     disk_space_clean_forcibly_ratio: int = 85  # % used: above it unexpired CommitLog files are deleted too
     clean_file_forcibly_enable: bool = True
+    clean_resource_interval: int = 10_000  # ms between retention and disk checks
     max_hash_slot_num: int = 5_000_000
     max_index_num: int = 20_000_000
     message_index_enable: bool = True
@@ -45,6 +46,8 @@ class StoreConfig:
     flush_consume_queue_least_pages: int = 2
     flush_consume_queue_thorough_interval: int = 60_000  # ms
     check_crc_on_recover: bool = True
+    # rocketq: never serve a record whose body fails its CRC (pulls, lookups by offset or key: integrity.py)
+    check_crc_on_read: bool = True
     max_transfer_bytes_on_message_in_memory: int = 256 * 1024
     max_transfer_count_on_message_in_memory: int = 32
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"

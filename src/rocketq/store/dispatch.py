@@ -136,9 +136,11 @@ def read_dispatch_request(
     p = pos + 48 + (20 if sys_flag & sf.BORNHOST_V6_FLAG else 8)
     store_ts = _I64.unpack_from(view, p)[0]
     p += 8 + (20 if sys_flag & sf.STOREHOST_ADDRESS_V6_FLAG else 8)
+    rec_end = pos + size
+    if p + 16 > rec_end:  # IPv6 hosts: the fixed part is longer than FIXED_SIZE
+        return INVALID
     _reconsume, prep, blen = struct.unpack_from(">iqi", view, p)
     p += 16
-    rec_end = pos + size
     if blen < 0 or p + blen + 3 > rec_end:
         return INVALID
     body_at = p

@@ -47,6 +47,7 @@ from .dispatch import (
     tag_hash_code,
 )
 from .flush import FlushConsumeQueueService, FlushRealTimeService, GroupCommitService
+from .integrity import BODY_LEN_POS_V4, SMALL_BODY, CorruptionLog, body_crc_ok, small_crc32
 from .linux_aio import FdsyncContext
 from .loop_flush import LoopGroupCommit
 from .mapped_file_queue import AllocateMappedFileService
@@ -67,6 +68,10 @@ _PUT_OK = PutMessageStatus.PUT_OK  # a module constant: an enum member lookup co
 
 _MAX_TOPIC_BYTES = 127
 _CHECK = struct.Struct(">iiiiiq")  # size, magic, crc, queue id, flag, queue offset
+# ... and sysflag, and BODYLEN where IPv4 hosts put it: the body CRC costs no second unpack
+_CHECK_PULL = struct.Struct(">iiiiiq8xi44xi")
+_V6_HOSTS = 0x10 | 0x20  # BORNHOST_V6_FLAG | STOREHOST_ADDRESS_V6_FLAG: the body sits further on
+_BODY_AT = BODY_LEN_POS_V4 + 4
 _MAGICS = (MAGIC_CODE_V1, MAGIC_CODE_V2)
 
 
@@ -116,6 +121,7 @@ class MessageStore:
         self._recover_expect: dict[tuple[str, int], int] = {}
         self._recover_create = False
         self.clean = None
+        self.integrity = CorruptionLog()  # body CRC mismatches met on recovery and on read
         self._replica = None  # replica_appender()
         # stats
         self.put_count = 0
@@ -162,6 +168,7 @@ class MessageStore:
             full_scan=self._rebuild_all,
             resume_hint=self._newest_indexed_record(),
             verify=self._verify_indexed,
+            on_corrupt=self.integrity.on_recover if cfg.check_crc_on_recover else None,
         )
         self._recover_expect.clear()
         cl_min = self.commit_log.min_offset
@@ -732,7 +739,10 @@ class MessageStore:
         cl = self.commit_log
         cl_min = cl.min_offset
         find_file = cl.mfq.find_mapped_file_by_offset
-        check = _CHECK.unpack_from
+        check = _CHECK_PULL.unpack_from
+        check_crc = self.config.check_crc_on_read
+        big_crc, small_crc, small, body_at = crc32, small_crc32, SMALL_BODY, _BODY_AT  # locals: per message
+        v6, fixed = _V6_HOSTS, FIXED_SIZE
         # The mapped file of the previous record: consecutive units almost always point into the same
         # CommitLog file, so the file lookup and the bounds of MappedFile.slice are done once per file.
         mf = None
@@ -772,16 +782,31 @@ class MessageStore:
             try:
                 # header check before slicing (as _record_header_ok), on the file's view
                 buf = None
+                crc_ok = True
                 if size >= FIXED_SIZE:
-                    rsize, magic, _, qid, _, qoff = check(view, pos)
+                    rsize, magic, crc, qid, _, qoff, sys_flag, blen = check(view, pos)
                     if rsize == size and magic in _MAGICS and qid == queue_id and qoff == offset + i - 1:
                         buf = view[pos : pos + size]
+                        if check_crc:  # the body CRC: a flipped bit is never handed to a consumer
+                            if sys_flag & v6:
+                                crc_ok = body_crc_ok(view, pos, size)
+                            elif 0 <= blen <= size - fixed:
+                                b = pos + body_at
+                                crc_ok = crc == (
+                                    (small_crc if blen < small else big_crc)(view[b : b + blen]) & 0x7FFFFFFF
+                                )
+                            else:
+                                crc_ok = False
             except ValueError:  # the file was unmapped concurrently (retention)
                 removing = True
                 mf_from = mf_end = 0
                 continue
             if buf is None:
                 log.error("%s/%d: record at %d does not match its queue unit; skipped", topic, queue_id, phys)
+                continue
+            if not crc_ok:
+                buf.release()
+                self.integrity.on_read(phys, f"pull {topic}/{queue_id} offset {offset + i - 1}")
                 continue
             if message_filter is not None and not message_filter.is_matched_by_commit_log(buf):
                 buf.release()
@@ -838,11 +863,23 @@ class MessageStore:
         return unit[0] if unit is not None else -1
 
     def look_message_by_offset(self, commit_log_offset: int) -> memoryview | None:
-        """The whole record starting at commit_log_offset (a view; None if there is none)."""
+        """The whole record starting at commit_log_offset (a view; None if there is none, or if its body
+        fails its CRC)."""
         try:
-            return self.commit_log.get_record(commit_log_offset)
+            buf = self.commit_log.get_record(commit_log_offset)
         except ValueError:
             return None
+        if buf is not None and not self._servable(buf, commit_log_offset, "lookup by offset"):
+            return None
+        return buf
+
+    def _servable(self, buf: memoryview, phys: int, where: str) -> bool:
+        """False (and buf released, the mismatch counted) when the record's body fails its CRC."""
+        if not self.config.check_crc_on_read or body_crc_ok(buf, 0, len(buf)):
+            return True
+        buf.release()
+        self.integrity.on_read(phys, where)
+        return False
 
     def query_message(
         self, topic: str, key: str, max_num: int, begin_ts: int, end_ts: int
@@ -859,7 +896,7 @@ class MessageStore:
                 buf = self.commit_log.get_record(phys)
             except ValueError:
                 buf = None
-            if buf is None:
+            if buf is None or not self._servable(buf, phys, f"query {topic} by key"):
                 continue
             try:
                 m = _decode_record(buf)
@@ -1059,7 +1096,13 @@ class MessageStore:
             "consumeQueueCount": str(len(self.consume_queue_table)),
             "bootTimestamp": str(int(self._started_at * 1000)),
             "recoveredAbnormally": str(self.recovered_abnormally).lower(),
+            **self.integrity.table(),
         }
+        if self.clean is not None:  # segments deleted before they expired: acknowledged messages gone
+            st = self.clean.stats
+            info["forcedCleanPasses"] = str(st.forced_passes)
+            info["forcedCleanSegments"] = str(st.forced_segments_deleted)
+            info["forcedCleanMessages"] = str(st.forced_messages_deleted)
         try:
             du = shutil.disk_usage(self.config.commitlog_dir if os.path.isdir(self.config.commitlog_dir)
                                    else self.config.store_path_root_dir)  # fmt: skip

@@ -5,6 +5,11 @@ Abnormal (abort file present: crash or kill): start at the newest segment whose 
 checkpoint's minimum timestamp, verify every record (magic, size, position, body CRC), re-dispatch each into
 the ConsumeQueues (units already present are skipped), and cut the log at the first invalid record.
 Both end by dropping CQ units that point past the CommitLog end and rebuilding the topic-queue offset table.
+
+A record that is whole (magic, size, position and lengths agree) but whose body fails its CRC, in data that
+was flushed (all of it after a clean shutdown, below the checkpoint after a crash), is media corruption, not
+a torn write: it is reported to on_corrupt and kept, and the log goes on past it (integrity.py); the read
+paths never serve it. Cutting there would throw away every acknowledged message after it.
 """
 
 from __future__ import annotations
@@ -18,9 +23,12 @@ from rocketq.protocol.record import FIXED_SIZE, MAGIC_CODE_V1, MAGIC_CODE_V2
 
 from .checkpoint import StoreCheckpoint
 from .commit_log import CommitLog
-from .dispatch import END_OF_FILE, DispatchRequest, read_dispatch_request
+from .dispatch import END_OF_FILE, INVALID, DispatchRequest, read_dispatch_request
 
 log = logging.getLogger(__name__)
+
+
+CorruptBody = Callable[[int], None]  # called with the CommitLog offset of a whole record whose body fails CRC
 
 
 def _scan(
@@ -30,9 +38,12 @@ def _scan(
     delay_table: list[int],
     on_record: Callable[[DispatchRequest], bool] | None,
     start_pos: int = 0,
+    on_corrupt: CorruptBody | None = None,
+    flushed_below: int = 0,
 ) -> int:
     """Walk records from segment start_index (at start_pos, a record boundary); returns the CommitLog offset
-    where valid data ends. on_record may reject a record (False): the log then ends before it."""
+    where valid data ends. on_record may reject a record (False): the log then ends before it. Below
+    flushed_below, a whole record failing only its body CRC goes to on_corrupt and the walk goes on."""
     files = cl.mfq.files
     if not files:
         return 0
@@ -44,6 +55,10 @@ def _scan(
         size_limit = mf.file_size
         while True:
             r = read_dispatch_request(view, pos, base + pos, check_crc, delay_table, size_limit)
+            if check_crc and on_corrupt is not None and base + pos < flushed_below and r == INVALID:
+                r = read_dispatch_request(view, pos, base + pos, False, delay_table, size_limit)
+                if isinstance(r, DispatchRequest):  # whole, but its body fails the CRC
+                    on_corrupt(base + pos)
             if isinstance(r, DispatchRequest):
                 if on_record is not None and not on_record(r):
                     log.error("commitlog: record at %d disagrees with its consume queue", base + pos)
@@ -65,10 +80,13 @@ RecordCheck = Callable[[str, int, int, int, int, int], bool]
 _CHECK = struct.Struct(">iiiiiqq")  # size, magic, crc, qid, flag, qoff, phys
 
 
-def _first_bad_record(mf, stop: int, check_crc: bool, verify: RecordCheck | None) -> int | None:
+def _first_bad_record(
+    mf, stop: int, check_crc: bool, verify: RecordCheck | None, on_corrupt: CorruptBody | None = None
+) -> int | None:
     """Offset of the first record in mf before position stop that is not sane (magic, size, position, body
     CRC, and verify(topic, queue_id, queue_offset, phys, size, sys_flag) — the ConsumeQueue agrees), or None.
-    Used on clean restarts, where the records before stop were dispatched already."""
+    Used where the records before stop were flushed and dispatched already: with on_corrupt, a body CRC
+    mismatch is reported there and does not end the log."""
     view = mf.view
     base = mf.file_from_offset
     pos = 0
@@ -89,7 +107,9 @@ def _first_bad_record(mf, stop: int, check_crc: bool, verify: RecordCheck | None
         if blen < 0 or p + blen + 3 > pos + size:
             return base + pos
         if check_crc and (crc32(view[p : p + blen]) & 0x7FFFFFFF) != crc:
-            return base + pos
+            if on_corrupt is None:
+                return base + pos
+            on_corrupt(base + pos)
         if verify is not None:
             p += blen
             if magic == MAGIC_CODE_V1:
@@ -124,6 +144,7 @@ def recover_commit_log(
     full_scan: bool = False,
     resume_hint: int | None = None,
     verify: RecordCheck | None = None,
+    on_corrupt: CorruptBody | None = None,
 ) -> int:
     """Find (and cut at) the end of valid data, re-dispatching records the ConsumeQueues lack; on abnormal
     recovery start from a safe point given by the checkpoint and always verify CRCs.
@@ -143,18 +164,18 @@ def recover_commit_log(
             if mf is not None:
                 start, start_pos = files.index(mf), resume_hint - mf.file_from_offset
                 # integrity of that segment up to the hint: a lean check (no decoding) of every record
-                bad = _first_bad_record(mf, start_pos, check_crc, verify)
+                bad = _first_bad_record(mf, start_pos, check_crc, verify, on_corrupt)
         if bad is not None:
             log.error("commitlog: invalid record at %d", bad)
             end = bad
-        else:
-            end = _scan(cl, start, check_crc, delay_table, on_record, start_pos)
+        else:  # a clean shutdown flushed everything
+            end = _scan(cl, start, check_crc, delay_table, on_record, start_pos, on_corrupt, 1 << 62)
     else:
         at = None if full_scan or index_enabled else _checkpoint_start(cl, checkpoint, delay_table)
         # The part of that segment before the checkpoint offset gets the clean restart's lean check (CRC,
         # queue agreement), so the newest segment is still verified whole; any doubt there sends recovery
         # to the segment-wide scan, which re-dispatches what the queues lack and cuts where it must.
-        if at is not None and _first_bad_record(files[at[0]], at[1], True, verify) is not None:
+        if at is not None and _first_bad_record(files[at[0]], at[1], True, verify, on_corrupt) is not None:
             at = None
         if at is not None:
             start, start_pos = at
@@ -171,7 +192,8 @@ def recover_commit_log(
                     start = i
                     break
             log.warning("abnormal recovery: scanning CommitLog from segment %s", files[start].file_name)
-        end = _scan(cl, start, True, delay_table, on_record, start_pos)
+        # below the checkpoint everything was flushed: a bad body there is corruption, past it a torn write
+        end = _scan(cl, start, True, delay_table, on_record, start_pos, on_corrupt, checkpoint.min_offset())
     # a clean log has nothing past its end; after a crash or a cut, stale bytes may follow it
     _cut(cl, end, zero_tail=abnormal or bad is not None or _nonzero_at(cl, end))
     return end

@@ -203,3 +203,26 @@ def test_lazy_decode_stops_at_corrupt_record_and_handles_ipv6_fallback() -> None
     struct.pack_into(">h", bad, len(bad) - 2, 5)  # properties length beyond the record
     assert len(decode_records(good + bytes(bad) + good)) == 1
     assert len(decode_records(good[:-1])) == 0
+
+
+def test_check_crc_leaves_out_a_corrupt_body_and_keeps_the_records_after_it() -> None:
+    from rocketq.protocol.record import MAGIC_CODE_V2
+
+    good = record("T", b"first", "", qoff=1)
+    bad = bytearray(record("T", b"second", "", qoff=2, phy=9000))
+    bad[88] ^= 0x01  # one bit of the body
+    last = record("T", zlib.compress(b"third"), "", qoff=3, sysflag=SYSFLAG_COMPRESSED | SYSFLAG_ZLIB)
+    v2 = bytearray(record("T", b"fourth", "", qoff=4))  # the general decoder's path (V2 magic, int16 topic)
+    v2[4:8] = struct.pack(">i", MAGIC_CODE_V2)
+    v2[88 + 6 : 89 + 6] = b"\x00"
+    v2[89 + 6 : 89 + 6] = b"\x01"
+    struct.pack_into(">i", v2, 0, len(v2))
+    v2_bad = bytearray(v2)
+    struct.pack_into(">q", v2_bad, 20, 5)
+    v2_bad[89] ^= 0x01
+    data = good + bytes(bad) + last + bytes(v2) + bytes(v2_bad)
+    assert [m.body for m in decode_records(data)][1] == bytes(bad[88:94])  # unchecked: served as stored
+    seen: list[tuple[int, int]] = []
+    out = decode_records(data, check_crc=True, on_corrupt=lambda qoff, phy: seen.append((qoff, phy)))
+    assert [m.body for m in out] == [b"first", b"third", b"fourth"]
+    assert seen == [(2, 9000), (5, 4096)]

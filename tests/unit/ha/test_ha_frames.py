@@ -143,8 +143,8 @@ def test_master_auth_checks_account_mac_and_admin():
 
 def test_credentials_parse():
     assert auth.Credentials.parse("") is None
-    c = auth.Credentials.parse('{"accessKey":"a","secretKey":"b"}')
-    assert c == auth.Credentials("a", "b")
+    c = auth.Credentials.parse('{"accessKey":"a","secretKey":"bbbbbb"}')
+    assert c == auth.Credentials("a", "bbbbbb")
     with pytest.raises(ValueError):
         auth.Credentials.parse('{"accessKey":"a"}')
     with pytest.raises(ValueError):

@@ -15,6 +15,7 @@ from rocketq.protocol.properties import RETRY_GROUP_TOPIC_PREFIX
 from rocketq.remoting import Channel
 
 from ..client_manager import ClientChannelInfo
+from ..read_acl import SUBJECT_ATTR
 from ..subscription import SubscriptionData, sql_filter
 from ..validation import check_name
 
@@ -82,7 +83,10 @@ class ClientProcessor:
                 subs,
                 notify,
             )
-        for pd in data.get("producerDataSet") or ():
+        producers = data.get("producerDataSet") or ()
+        if producers and ctl.reads.enabled:  # who may receive this group's transaction check-backs
+            channel.attrs[SUBJECT_ATTR] = ctl.reads.subject(channel, request)
+        for pd in producers:
             if isinstance(pd, dict) and pd.get("groupName"):
                 info = ClientChannelInfo(channel, client_id, request.language, request.version, now)
                 ctl.clients.register_producer(str(pd["groupName"]), info)

@@ -68,6 +68,9 @@ class ForwardProcessor:
         view = self.ctl.store.look_message_by_offset(offset) if offset >= 0 else None
         if view is None:
             return request.response(ResponseCode.SYSTEM_ERROR, f"can not find message by id {msg_id}")
+        denied = self.ctl.reads.check(channel, request, view)
+        if denied is not None:
+            return denied
         return await self._relay(request, ch, bytes(view))
 
 

@@ -54,6 +54,20 @@ class OffsetProcessor:
         reason = check_name("consumer group", h.consumer_group) or check_topic(h.topic)
         if reason is not None:
             return request.response(ResponseCode.SYSTEM_ERROR, reason)
+        # offsets only for queues that exist (as RocketMQ 5 checks): a commit must not create state the
+        # broker would keep and persist forever for a topic, queue or group nobody created
+        ctl = self.ctl
+        tc = ctl.topics.get(h.topic)
+        if tc is None:
+            return request.response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist")
+        if not 0 <= h.queue_id < max(tc.read_queue_nums, tc.write_queue_nums):
+            return request.response(
+                ResponseCode.SYSTEM_ERROR,
+                f"queueId[{h.queue_id}] is illegal, topic:[{h.topic}] readQueueNums:[{tc.read_queue_nums}]",
+            )
+        if ctl.subscriptions.find_or_create(h.consumer_group) is None:
+            reason = f"subscription group [{h.consumer_group}] does not exist"
+            return request.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, reason)
         # ali-ons sends -1 for "no offset" (and for 0): a negative offset never overwrites
         if h.commit_offset >= 0:
             self.ctl.offsets.commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset)

@@ -9,6 +9,7 @@ from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import PullMessageRequestHeader, PullSysFlag
 from rocketq.remoting import Channel
 
+from ..read_acl import carries_other_topics
 from ..sql92 import SqlError
 from ..subscription import SubscriptionData, filter_for
 from ..validation import check_name
@@ -54,6 +55,7 @@ class PullProcessor:
         self.long_polling = cfg["longPollingEnable"]
         self.short_polling_s = cfg["shortPollingTimeMills"] / 1000.0
         self.property_filter = cfg["enablePropertyFilter"]
+        self.carrier_checks = self.ctl.reads.enabled  # aclEnable: %RETRY% / %DLQ% / ... checked per message
         self.slave = cfg["brokerRole"] == "SLAVE"  # a slave does not store offsets sent with pulls
         self.slave_read = None  # slaveReadEnable, or a slave: the answers' suggestWhichBrokerId
         if self.slave or cfg["slaveReadEnable"]:
@@ -104,6 +106,25 @@ class PullProcessor:
             )
         return sd, None
 
+    def _authorize_carried(self, channel: Channel, request: RemotingCommand, result):
+        """A topic carrying other topics' messages (%RETRY%, %DLQ%, ...): serve the records up to the first
+        one whose own topic the account may not read; NO_PERMISSION when that is the first one."""
+        reads = self.ctl.reads
+        subject = reads.subject(channel, request)
+        n, why = reads.readable_prefix(subject, result.buffers)
+        if why is None:
+            return None
+        if n == 0:
+            result.release()
+            return request.response(_F.NO_PERMISSION, why)
+        for view in result.buffers[n:]:
+            view.release()
+        result.next_begin_offset = result.queue_offsets[n]
+        del result.buffers[n:]
+        del result.queue_offsets[n:]
+        result.message_count = n
+        return None
+
     def _pull(self, channel: Channel, request: RemotingCommand, allow_suspend: bool):
         ctl = self.ctl
         h = PullMessageRequestHeader.from_ext(request.ext_fields)
@@ -151,6 +172,10 @@ class PullProcessor:
         result = ctl.store.get_message(
             h.consumer_group, h.topic, h.queue_id, h.queue_offset, max_nums, msg_filter
         )
+        if result.message_count and self.carrier_checks and carries_other_topics(h.topic):
+            denied = self._authorize_carried(channel, request, result)
+            if denied is not None:
+                return denied
         status = result.status.name
         code = _STATUS.get(status)
         if code is None:  # NO_MESSAGE_IN_QUEUE / NO_MATCHED_LOGIC_QUEUE

@@ -36,6 +36,10 @@ class QueryProcessor:
             return request.response(
                 ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {h.offset}"
             )
+        denied = self.ctl.reads.check(channel, request, view)
+        if denied is not None:
+            view.release()
+            return denied
         return request.response(ResponseCode.SUCCESS, None, None, [view])
 
     def query_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
@@ -49,8 +53,24 @@ class QueryProcessor:
             "indexLastUpdateTimestamp": str(result.index_last_update_timestamp),
             "indexLastUpdatePhyoffset": str(result.index_last_update_phyoffset),
         }
-        if not result.buffers:
+        buffers = list(result.buffers)
+        why = None
+        reads = self.ctl.reads
+        if reads.enabled and buffers:  # the header topic passed the hook; each match is checked by itself
+            subject = reads.subject(channel, request)
+            allowed = []
+            for view in buffers:
+                refused = reads.refused_record(subject, view)
+                if refused is None:
+                    allowed.append(view)
+                else:
+                    why = refused
+                    view.release()
+            buffers = allowed
+        if not buffers:
+            if why is not None:
+                return request.response(ResponseCode.NO_PERMISSION, why, ext)
             return request.response(
                 ResponseCode.QUERY_NOT_FOUND, "can not find message, maybe time range not correct", ext
             )
-        return request.response(ResponseCode.SUCCESS, None, ext, list(result.buffers))
+        return request.response(ResponseCode.SUCCESS, None, ext, buffers)

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import TYPE_CHECKING
 
@@ -69,7 +70,10 @@ class ReplyProcessor:
         )
         store_ts = result.store_timestamp or now_ms
         target_id = props.get(PROPERTY_MESSAGE_REPLY_TO_CLIENT, "")
-        target = ctl.clients.producer_channel_by_client_id(target_id)
+        # a client id is whatever a heartbeat claims: with ACL the reply (a read of the reply topic) goes
+        # only to a requester whose account may read that topic
+        accept = functools.partial(ctl.reads.may_read, topic=h.topic) if ctl.reads.enabled else None
+        target = ctl.clients.producer_channel_by_client_id(target_id, accept)
         if target is None:
             return request.response(
                 ResponseCode.SYSTEM_ERROR, f"push reply message fail, channel of <{target_id}> not found."

@@ -46,6 +46,7 @@ from rocketq.remoting.channel import DeferredReply
 from rocketq.store.dispatch import tag_hash_code
 
 from ..validation import check_send_topic
+from .send_limits import illegal_message_reason
 
 if TYPE_CHECKING:
     from ..context import BrokerContext
@@ -320,7 +321,7 @@ class SendProcessor:
         if len(body) > self.max_size:
             return request.response(
                 ResponseCode.MESSAGE_ILLEGAL,
-                f"the message body size {len(body)} over max value {self.max_size}",
+                f"the message body size {len(body)} is over maxMessageSize={self.max_size} bytes",
             )
         raw_props = h.properties or ""
         if len(raw_props) > MAX_PROPERTIES_LENGTH:
@@ -459,6 +460,9 @@ class SendProcessor:
                 return self._ok(request, result, ResponseCode.SUCCESS, queue_id)
         err = put_status_response(request, result)
         if err is not None:
+            if err.code == ResponseCode.MESSAGE_ILLEGAL:  # say which limit (send_limits.py)
+                cfg = self.ctl.cfg
+                err.remark = illegal_message_reason(request, cfg["maxMessageSize"], cfg.commitlog_file_size)
             return err
         fut = result.flush_future
         if fut is not None:
@@ -559,7 +563,7 @@ class SendProcessor:
         if len(body) > self.max_size:
             return request.response(
                 ResponseCode.MESSAGE_ILLEGAL,
-                f"the message body size {len(body)} over max value {self.max_size}",
+                f"the message body size {len(body)} is over maxMessageSize={self.max_size} bytes",
             )
         if h.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             return request.response(

@@ -66,6 +66,10 @@ class SendBackProcessor:
             return request.response(
                 ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {h.offset}: {exc}"
             )
+        # the copy lands in the caller's own %RETRY% topic: it must be allowed to read the original
+        why = ctl.reads.refused_message(ctl.reads.subject(channel, request), msg)
+        if why is not None:
+            return request.response(ResponseCode.NO_PERMISSION, why)
         props = dict(msg.properties)
         if not props.get(PROPERTY_RETRY_TOPIC):
             props[PROPERTY_RETRY_TOPIC] = msg.topic

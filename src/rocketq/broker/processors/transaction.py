@@ -19,6 +19,7 @@ from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import EndTransactionRequestHeader
 from rocketq.remoting import Channel
 
+from ..read_acl import PUB, message_resources
 from ..transaction.service import COMMIT, ROLLBACK, EndResult, TransactionalMessageService
 
 if TYPE_CHECKING:
@@ -38,10 +39,29 @@ class TransactionProcessor:
         server.register_processor(RequestCode.END_TRANSACTION, self.end_transaction)
         server.register_processor(END_TRANSACTION_BATCH, self.end_transaction_batch)
 
+    def _refused(self, channel: Channel, request: RemotingCommand, offsets: list[int]):
+        """aclEnable: ending a half needs PUB on the topic it was sent to (its stored REAL_TOPIC; RocketMQ 5
+        asks the same of a header field the caller fills in)."""
+        reads = self.ctl.reads
+        subject = reads.subject(channel, request)
+        if subject is None:
+            return None
+        for phys in offsets:
+            m = self.service._half(phys) if phys >= 0 else None
+            if m is None:
+                continue  # not a half: answered as before (not found / mismatch)
+            why = reads.refused(subject, message_resources(m.topic, m.properties)[:1], PUB)
+            if why is not None:
+                return request.response(ResponseCode.NO_PERMISSION, why)
+        return None
+
     def end_transaction(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
         h = EndTransactionRequestHeader.from_ext(request.ext_fields)
         if h.commit_or_rollback not in (COMMIT, ROLLBACK):
             return request.response(ResponseCode.SUCCESS)  # unknown: keep the half for the check-back
+        denied = self._refused(channel, request, [h.commit_log_offset])
+        if denied is not None:
+            return denied
         r = self.service.end_one(
             h.tran_state_table_offset, h.commit_log_offset, h.commit_or_rollback, h.producer_group
         )
@@ -68,6 +88,9 @@ class TransactionProcessor:
             return request.response(
                 ResponseCode.SYSTEM_ERROR, "transactionId and commitOrRollback 8|12 required"
             )
+        denied = self._refused(channel, request, [phys for _, phys in halves])
+        if denied is not None:
+            return denied
         try:
             counts = await self.service.end_batch(txn, decision, halves, group)
         except Exception as exc:
