@@ -44,6 +44,7 @@ from tests.integration.ha_support import (  # noqa: E402
     invoke,
     runtime_info,
     start_ha_cluster,
+    wait_caught_up,
     wait_slave_attached,
     wait_until,
 )
@@ -214,6 +215,9 @@ def catchup_phase(home: Path, gap_mib: int) -> dict:
         create_topic(m.addr, TOPIC, QUEUES)
         s = c.add("s", "broker-catchup", "SLAVE", 1, **conf)
         wait_slave_attached(m)
+        # the slave holds the start of the log (an empty one would start over at the master's last segment)
+        asyncio.run(_fill(c.ns, 1 << 20, m.addr))
+        wait_caught_up(m, s)
         assert c.stop("s") == 0
         start = int(runtime_info(m.addr)["commitLogMaxOffset"])
         target = start + gap_mib * (1 << 20)
