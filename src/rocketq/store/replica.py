@@ -61,18 +61,6 @@ class ReplicaError(Exception):
         self.kind = kind
 
 
-def _tags_of(props: bytes) -> str | None:
-    """The TAGS value of a stored property string, found without parsing the whole string."""
-    i = props.find(_TAGS)
-    while i > 0 and props[i - 1] != 2:
-        i = props.find(_TAGS, i + 1)
-    if i < 0:
-        return None
-    v = i + len(_TAGS)
-    j = props.find(b"\x02", v)
-    return (props[v:] if j < 0 else props[v:j]).decode("utf-8", "replace")
-
-
 def _space_hint(path: str) -> str:
     try:
         du = shutil.disk_usage(path)
@@ -90,6 +78,7 @@ class ReplicaAppender:
         self.appended_bytes = 0
         self.appended_records = 0
         self._topics: dict[bytes, str] = {}
+        self._tag_codes: dict[bytes, int] = {}  # a TAGS value as stored -> its hash code
         self._arrived: dict[tuple[str, int], int] = {}  # queue -> next offset, of the chunk being appended
         self.on_appended: Callable[[int], None] | None = None  # fn(new max_offset), after each chunk
 
@@ -193,6 +182,8 @@ class ReplicaAppender:
         pos = mf.wrote_position
         limit = pos + self.pending
         mm = mf.mm
+        mm_find = mm.find
+        tag_codes = self._tag_codes
         unpack_head = _HEAD.unpack_from
         unpack_v4 = _REC_V4.unpack_from
         unpack_sm = _SIZE_MAGIC.unpack_from
@@ -201,7 +192,9 @@ class ReplicaAppender:
         queue_table = self.cl.topic_queue_table
         topics = self._topics
         delay_table = store._delay_table
-        units: list[tuple[str, int, int, int, int, int]] = []
+        cq_of = store._cq
+        arrived = self._arrived
+        done = 0
         error: ReplicaError | None = None
         store_ts = 0
         while limit - pos >= 8:
@@ -291,34 +284,48 @@ class ReplicaAppender:
                 if topic == SCHEDULE_TOPIC:
                     req = read_dispatch_request(view, pos, base + pos, False, delay_table, rec_end)
                     tags_code = req.tags_code if isinstance(req, DispatchRequest) else 0
+                elif plen:
+                    # TAGS found in the map, its value's hash cached by its bytes (a record ends at least
+                    # 8 bytes before its segment's end: no search here reaches the end of the map)
+                    end = p + plen
+                    i = mm_find(_TAGS, p, end)
+                    while i > p and mm[i - 1] != 2:  # must start a key\x01value pair
+                        i = mm_find(_TAGS, i + 1, end)
+                    if i < 0:
+                        tags_code = 0
+                    else:
+                        j = mm_find(b"\x02", i + 5, end)
+                        raw = mm[i + 5 : j if j >= 0 else end]
+                        tags_code = tag_codes.get(raw)
+                        if tags_code is None:
+                            tags_code = tag_hash_code(raw.decode("utf-8", "replace")) if raw else 0
+                            if len(tag_codes) > 65536:
+                                tag_codes.clear()
+                            tag_codes[raw] = tags_code
                 else:
-                    tags = _tags_of(mm[p : p + plen]) if plen else None
-                    tags_code = tag_hash_code(tags) if tags else 0
-                units.append((topic, qid, base + pos, size, tags_code, qoff))
+                    tags_code = 0
+                # the queue unit (inline, before the wrote position moves at the end: nothing reads in
+                # between, readers run on this thread and the index thread reads below it). A record whose
+                # unit cannot be written (no room for a new ConsumeQueue file) is not committed, nor what
+                # follows; the stream resumes there (units already written are skipped then).
+                key = (topic, qid)
+                try:
+                    cq = cq_table.get(key) or cq_of(topic, qid)
+                    ok = cq.put(base + pos, size, tags_code, qoff)
+                except OSError:
+                    ok = False
+                if not ok:
+                    why = _space_hint(store.config.store_path_root_dir)
+                    error = ReplicaError(
+                        "io", f"cannot write unit {qoff} of consume queue {topic}/{qid}{why}"
+                    )
+                    break
+                if qoff >= queue_table.get(key, 0):
+                    queue_table[key] = qoff + 1
+                arrived[key] = qoff + 1
+                done += 1
             store_ts = ts
             pos = rec_end
-        # The queue units first: a record whose unit cannot be written (no space for a new ConsumeQueue file)
-        # is not committed, nor anything after it; the stream resumes there (units already written are
-        # skipped then). Nothing reads between these steps: readers run on the appending thread too, and the
-        # index thread only reads below the wrote position.
-        cq_of = store._cq
-        done = 0
-        for topic, qid, phys, size, tags_code, qoff in units:
-            key = (topic, qid)
-            try:
-                cq = cq_table.get(key) or cq_of(topic, qid)
-                ok = cq.put(phys, size, tags_code, qoff)
-            except OSError:
-                ok = False
-            if not ok:
-                pos = phys - base
-                why = _space_hint(store.config.store_path_root_dir)
-                error = ReplicaError("io", f"cannot write unit {qoff} of consume queue {topic}/{qid}{why}")
-                break
-            if qoff + 1 > queue_table.get(key, 0):
-                queue_table[key] = qoff + 1
-            self._arrived[key] = qoff + 1
-            done += 1
         self.appended_records += done
         committed = pos - mf.wrote_position
         if committed:

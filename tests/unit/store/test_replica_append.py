@@ -229,7 +229,7 @@ def test_a_queue_unit_that_cannot_be_written_stops_the_chunk_there(tmp_path, mon
         app = sl.replica_appender()
         with pytest.raises(ReplicaError) as e:
             app.append(0, data)
-        assert e.value.kind == "io" and "unit 3 of" in str(e.value)
+        assert e.value.kind == "io" and "unit 3 of consume queue" in str(e.value)
         assert sl.max_phy_offset == rs[3].wrote_offset and sl.get_max_offset_in_queue("T", 0) == 3
         monkeypatch.setattr(ConsumeQueue, "put", real_put)
         assert app.append(sl.max_phy_offset, data[sl.max_phy_offset :]) == m.max_phy_offset
