@@ -1,6 +1,6 @@
-"""Broker + client throughput and end-to-end latency through the public client API (issue 4).
+"""Broker + client throughput and end-to-end latency through the public client API.
 
-    .venv/bin/python bench/client_bench.py [--reps 3] [--seconds 4] [--rate 1000] [--e2e-seconds 10] [--quick]
+    rocketq bench client [--reps 3] [--seconds 4] [--rate 1000] [--e2e-seconds 10] [--quick]
 
 Starts its own `rocketq standalone` (ASYNC_FLUSH, small store files) on free 127.0.0.1 ports in a temp
 dir, creates an 8-queue topic with `rocketq admin updateTopic`, then per repetition (phases interleaved):
@@ -291,7 +291,7 @@ def main() -> int:
     if a.quick:
         a.reps, a.seconds, a.rate, a.e2e_seconds = 1, 1.0, 200.0, 2.0
 
-    cmd = " ".join([".venv/bin/python", "bench/client_bench.py", *sys.argv[1:]])
+    cmd = " ".join(["rocketq bench client", *sys.argv[1:]])
     load0 = os.getloadavg()
     started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     t_start = time.monotonic()
@@ -349,7 +349,7 @@ def report(
 
     n = a.reps
     lines = [
-        "## Broker and client (issue 4)",
+        "## Client",
         "",
         f"Command: `{cmd}` — {started}, total run time {total:.0f} s.",
         "",

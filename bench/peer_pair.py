@@ -1,6 +1,6 @@
 """rocketq and one or more peers side by side on one cell, interleaved, with each CPU's busy time per message.
 
-    python bench/peer_pair.py [--tier B] [--size 128] [--window 1] [--seconds 3] [--reps 4]
+    rocketq bench pair [--tier B] [--size 128] [--window 1] [--seconds 3] [--reps 4]
         [--systems rocketq,beanstalkd] [--perf]
 
 A quick look at one cell of the peers benchmark (bench/peers, which takes an hour for the whole matrix):
@@ -31,13 +31,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench.peers
 
-from bench.peers.common import cpu_busy
+from bench.peers.common import cpu_busy, payload_template, stamp
 from bench.peers.loadgen import SYSTEMS
-from bench.thread_probe import LAST_LAT, closed_loop
 
 from bench import floor
 
@@ -45,6 +45,35 @@ SERVER_CPU, CLIENT_CPU = 1, 0
 PERF_HZ = 10_000
 PERF_S = 2.0
 _TICK_US = 1e6 / os.sysconf("SC_CLK_TCK")
+
+
+async def closed_loop(cl: Any, topic: str, size: int, window: int, seconds: float, batch: int = 0) -> int:
+    """Closed loop, `window` sends in flight; with `batch`, each send is a batch of that many messages."""
+    buf = payload_template(size)
+    end = time.monotonic() + seconds
+    n = 0
+
+    lat: list[int] = []
+
+    async def one() -> None:
+        nonlocal n
+        while time.monotonic() < end:
+            t = time.monotonic_ns()
+            if batch:
+                await cl.publish_batch(topic, [stamp(buf, t) for _ in range(batch)])
+            else:
+                await cl.publish(topic, stamp(buf, t))
+            lat.append(time.monotonic_ns() - t)
+            n += batch or 1
+
+    await asyncio.gather(*(one() for _ in range(window)))
+    lat.sort()
+    if lat:
+        LAST_LAT[:] = [lat[len(lat) // 2] // 1000, lat[len(lat) * 99 // 100] // 1000]
+    return n
+
+
+LAST_LAT = [0, 0]  # ack latency p50 / p99 (µs) of the last closed_loop
 
 
 class Entry:

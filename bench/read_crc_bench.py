@@ -33,7 +33,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "src"))
-sys.path.insert(0, os.path.dirname(HERE))  # bench.inproc, bench.peers
+sys.path.insert(0, os.path.dirname(HERE))  # bench.peers
 
 TOPIC = "CrcBench"
 BATCH = 32
@@ -142,7 +142,7 @@ def _cpu_s(pid: int) -> float:
 def _start_standalone(home: str, check: bool):
     import subprocess
 
-    from bench.inproc import free_port
+    from bench.peers.common import free_port
     from bench.peers.sys_rocketq import DISK_GUARD_CONF
 
     ns, bp = free_port(), free_port()

@@ -1,6 +1,6 @@
 """Remoting round trips per second vs a bare asyncio echo server, side by side in one run.
 
-    .venv/bin/python bench/remoting_bench.py [--seconds 3] [--reps 3] [--windows 1,64] [--no-uvloop]
+    rocketq bench remoting [--seconds 3] [--reps 3] [--windows 1,64] [--no-uvloop]
 
 Two server processes run for the whole benchmark (pinned to the last CPU, the load generator to the
 first when there are two or more):
@@ -339,7 +339,7 @@ def report(
     parts: list[str],
 ) -> str:
     pinning = f"server on CPU {server_cpu}, load generator on CPU 0" if server_cpu is not None else "unpinned"
-    cmd = " ".join([".venv/bin/python", "bench/remoting_bench.py", *sys.argv[1:]])
+    cmd = " ".join(["rocketq bench remoting", *sys.argv[1:]])
     lines = [
         "## Remoting",
         "",

@@ -1,7 +1,7 @@
 """Spark connector throughput: write N 100-byte messages through the sink, read them back with
 format("rocketmq") (count and a groupBy), and compare with spark.read.parquet of the same rows.
 
-    python bench/spark_bench.py --messages 1000000 [--profile] [--write-docs]
+    rocketq bench spark --messages 1000000 [--profile] [--write-docs]
 
 Starts its own `rocketq standalone` (ASYNC_FLUSH, 4 queues) in a temp dir and a local[2] SparkSession.
 --profile runs one read partition in the driver under cProfile and prints where the time goes.
@@ -134,7 +134,7 @@ def main() -> int:
         sa.stop()
         shutil.rmtree(tmp, ignore_errors=True)
     load1 = os.getloadavg()[0]
-    cmd = "python bench/spark_bench.py " + " ".join(sys.argv[1:])
+    cmd = "rocketq bench spark " + " ".join(sys.argv[1:])
     lines = [
         f"Command: `{cmd}` — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, 2 CPUs, local[2], "
         f"load average {load0:.1f} at start / {load1:.1f} at end, {n:,} messages of 100 bytes in "

@@ -1,6 +1,6 @@
 """Store benchmark: append / read throughput and crash-recovery time, as ratios to this machine's limits.
 
-    .venv/bin/python bench/store_bench.py [--quick] [--write-docs] [--dir DIR] [--seconds S] [--reps N]
+    rocketq bench store [--quick] [--write-docs] [--dir DIR] [--seconds S] [--reps N]
         [--skip-recovery] [--profile]
 
 Measured in the same run (specs/benchmarks.md, "Physical limits"):
@@ -345,7 +345,7 @@ def main() -> None:
     secs = args.seconds or (0.6 if args.quick else 1.0)
     reps = args.reps or (1 if args.quick else 3)
     base = tempfile.mkdtemp(prefix="rocketq-bench-", dir=args.dir)
-    cmd = ("python bench/store_bench.py " + " ".join(sys.argv[1:])).strip()
+    cmd = ("rocketq bench store " + " ".join(sys.argv[1:])).strip()
     out: list[str] = []
 
     def emit(s: str = "") -> None:

@@ -4,7 +4,7 @@
 # Why: rocketq's broker and client spend most of their CPU in the bytecode interpreter, and interpreter builds
 # differ a lot. A version manager's default build (pyenv: no PGO, no LTO, libpython shared) ran pure-Python code
 # 1.7x slower here than Debian's /usr/bin/python3.11 (PGO + LTO, libpython linked in), and the broker spent
-# about a fifth more CPU per message (bench/peers/NOTES.md, seventeenth session). Each candidate runs the same
+# about a fifth more CPU per message in the peers benchmark. Each candidate runs the same
 # small loop (calls, dict stores, slotted objects: the broker's kind of work) five times, about 0.1 s each, and
 # the fastest best run wins; a loop of a few ms picked the slower build one time in three on a busy VM.
 # PYTHON=/path/to/python skips the choice.

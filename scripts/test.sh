@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install everything (Python packages, npm packages for interop tests) and run lint + all tests.
+# Install everything (Python packages, npm packages for interop tests) and run lint, type check + all tests.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -14,4 +14,5 @@ fi
 echo "temp disk (used, available, use%): $(df -h --output=used,avail,pcent "${TMPDIR:-/tmp}" | tail -1)"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+.venv/bin/python scripts/typecheck.py  # mypy on src/: no error beyond scripts/mypy-baseline.txt
 exec .venv/bin/pytest -q "$@"

@@ -789,6 +789,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--smoke", action="store_true", help="tiny counts, every system once (CI)")
     ap.add_argument("--reps", type=int, default=None, help="interleaved repetitions (default 3)")
     ap.add_argument("--out", default=None, help="markdown file whose '## Peers' section is (re)written")
+    ap.add_argument("--full-out", default=None, help="markdown file for every table of the run")
     ap.add_argument("--json", default=None, help="write the raw results here")
     ap.add_argument("--from-json", default=None, help="only render --out from earlier raw results")
     ap.add_argument("--systems", default=None, help="comma list (rocketq,redis,rabbitmq,nats,beanstalkd)")
@@ -835,6 +836,10 @@ def main(argv: list[str] | None = None) -> int:
     text = report.render(
         results, os.path.join(os.path.dirname(os.path.abspath(a.out)), "img") if a.out else None
     )
+    if a.full_out:
+        with open(a.full_out, "w") as f:
+            f.write(report.render(results, None, detail=True))
+        print(f"wrote every table of the run to {a.full_out}", file=sys.stderr)
     if a.out:
         report.write_section(a.out, text)
         print(f"wrote the '## Peers' section of {a.out}", file=sys.stderr)

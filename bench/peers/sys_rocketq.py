@@ -101,7 +101,7 @@ class RocketqClient(Client):
             instance_name=f"bench-p{self.args.get('member', 0)}",  # a shape's producers: one client each
             send_msg_timeout=15000,
             compress_msg_body_over_howmuch=1 << 30,  # bodies are random: never compress (no peer does)
-            auto_batch=bool(self.args.get("auto_batch")),  # thread_probe --auto-batch
+            auto_batch=bool(self.args.get("auto_batch")),  # an A/B of auto-batch (rocketq bench pair)
             **({"batch_max_bytes": self.args["batch_max_bytes"]} if self.args.get("batch_max_bytes") else {}),
         )
         await self.producer.start()

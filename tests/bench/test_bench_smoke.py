@@ -66,6 +66,7 @@ def test_smoke_every_system_produces_numbers(tmp_path: Path) -> None:
     assert "rocketq" not in skipped, skipped
     out = tmp_path / "peers.json"
     doc = tmp_path / "benchmarks.md"
+    full = tmp_path / "full.md"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "src")]))
     p = subprocess.run(
         [
@@ -78,6 +79,8 @@ def test_smoke_every_system_produces_numbers(tmp_path: Path) -> None:
             str(out),
             "--out",
             str(doc),
+            "--full-out",
+            str(full),
             "--systems",
             ",".join(s for s in ("rocketq", "redis", "rabbitmq", "nats", "beanstalkd") if s not in skipped),
         ],
@@ -144,9 +147,14 @@ def test_smoke_every_system_produces_numbers(tmp_path: Path) -> None:
     if any(r["system"] == "rocketq" for r in results["runs"]):
         assert any(c["batch"] > 0 for r in results["runs"] if r["system"] == "rocketq" for c in r["cells"])
         assert any(c["batch"] == -1 for r in results["runs"] if r["system"] == "rocketq" for c in r["cells"])
-        assert "rocketq single sends with `auto_batch=True`" in doc.read_text()
-    text = doc.read_text()
-    assert text.startswith("# Benchmarks") and "## Peers" in text and "### Noise floor" in text
+        assert "rocketq single sends with `auto_batch=True`" in full.read_text()
+        assert "The same single sends with the rocketq producer's `auto_batch=True`" in doc.read_text()
+    text = doc.read_text()  # the docs page's compact section
+    assert text.startswith("# Benchmarks") and "## Peers" in text and "### Headline" in text
+    assert "### rocketq as a fraction of the limit that bounds it" in text
+    assert "What bounds these figures" in text
+    text = full.read_text()  # every table of the run
+    assert "## Peers" in text and "### Noise floor" in text
     assert "### Shapes, tier A" in text and "| 4p4c | rocketq |" in text
     assert "Max sustainable publish msg/s" in text
     assert "### CPU steal" in text and "| rocketq | A |" in text[text.index("### CPU steal") :]

@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT))
 from bench.peers import report  # noqa: E402
 from bench.peers.common import cpu_ticks, parse_cpu_ticks, steal_share  # noqa: E402
 
-ARCHIVED = ROOT / "docs" / "internal" / "peers-run-5way-7cd5efe.json.gz"
+ARCHIVED = ROOT / "tests" / "bench" / "data" / "peers-run-7cd5efe.json.gz"  # a whole recorded run
 
 STAT = """cpu  300 0 200 1000 10 0 5 90 0 0
 cpu0 100 0 50 600 5 0 2 40 0 0
@@ -62,7 +62,7 @@ def _archived() -> dict:
 
 
 def test_report_of_a_run_without_steal_has_no_steal_section() -> None:
-    text = report.render(_archived(), None)  # recorded before steal was
+    text = report.render(_archived(), None, detail=True)  # recorded before steal was
     assert "### Noise floor" in text and "### CPU steal" not in text
 
 
@@ -81,7 +81,7 @@ def test_report_steal_section_from_recorded_steal() -> None:
                     steady_pairs += 1
                 else:
                     stolen_pairs += 1
-    text = report.render(results, None)
+    text = report.render(results, None, detail=True)
     section = text[text.index("### CPU steal") :]
     assert "Whole run: server CPU 25.0 %, load generator CPU 12.5 %" in section
     assert "during the machine limits: 50.0 % and 0.0 %" in section
@@ -92,3 +92,16 @@ def test_report_steal_section_from_recorded_steal() -> None:
     assert steady_pairs and stolen_pairs
     assert f"both cells: {steady_pairs}, median difference" in section
     assert f"the others: {stolen_pairs}, median difference" in section
+
+
+def test_the_docs_page_gets_the_compact_section() -> None:
+    """docs/benchmarks.md shows the headline, publish rates, latency at 1 KiB, resources and the bounds;
+    --full-out keeps every table of the run."""
+    compact = report.render(_archived(), None)
+    full = report.render(_archived(), None, detail=True)
+    for heading in ("### Headline", "### Throughput, tier A", "### Latency, tier A", "### Server resources"):
+        assert heading in compact and heading in full
+    assert "### rocketq as a fraction of the limit that bounds it" in compact
+    for heading in ("### Noise floor", "Publish MB/s of payload", "### Latency against load"):
+        assert heading not in compact and heading in full
+    assert len(compact.splitlines()) < 200 < len(full.splitlines())

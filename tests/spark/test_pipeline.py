@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
+import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from datetime import UTC, datetime
 
@@ -26,16 +29,50 @@ def _run(*args: str, timeout: float = 240) -> str:
     return p.stdout
 
 
-def _in_process(spark, argv: list[str]) -> None:
-    """The same pipeline on the test session (saves a JVM start per run)."""
-    from rocketq.pipeline.orders import parse_args, start
+def _run_until_interrupted(*args: str, timeout: float = 240) -> str:
+    """The continuous pipeline through the CLI: once both queries have read new events, Ctrl-C (SIGINT);
+    it must finish that batch, stop cleanly (exit 0, no traceback) and say so."""
+    p = subprocess.Popen(
+        [sys.executable, "-m", "rocketq.cli", "pipeline", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    out: list[str] = []
+    busy = set()
+    deadline = time.monotonic() + timeout
+    try:
+        assert p.stdout is not None
+        for line in p.stdout:
+            out.append(line)
+            m = re.match(r"(orders_to_\w+) batch \d+: ([1-9]\d*) events in", line)
+            if m:
+                busy.add(m.group(1))
+            if len(busy) == 2 or time.monotonic() > deadline:
+                break
+        assert len(busy) == 2, "".join(out)
+        p.send_signal(signal.SIGINT)
+        rest, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    text = "".join(out) + rest
+    assert p.returncode == 0, text + err[-5000:]
+    assert "Traceback" not in err, err[-5000:]
+    assert "stopping: finishing the micro-batch in progress" in text and "\nstopped: " in text, text
+    return text
 
-    for q in start(parse_args(argv[1:]), spark):
-        q.awaitTermination(180)
-        assert q.exception() is None, q.exception()
+
+def _in_process(spark, argv: list[str], capsys) -> str:
+    """The same pipeline on the test session (saves a JVM start per run); returns what it printed."""
+    from rocketq.pipeline.orders import parse_args, run
+
+    capsys.readouterr()
+    assert run(parse_args(argv[1:]), spark) == 0
+    return capsys.readouterr().out
 
 
-def test_orders_pipeline_end_to_end_with_restart(spark, rmq, tmp_path):
+def test_orders_pipeline_end_to_end_with_restart(spark, rmq, tmp_path, capsys):
     ns = rmq.namesrv
     src, dst = new_topic(ns, 2, "orders"), new_topic(ns, 2, "orderstats")
     ck, out = tmp_path / "ck", tmp_path / "out"
@@ -43,11 +80,17 @@ def test_orders_pipeline_end_to_end_with_restart(spark, rmq, tmp_path):
     pipe += ["--output", str(out), "--available-now", "--watermark", "0 seconds", "--master", "local[2]"]
     gen = ["orders-gen", "--namesrv", ns, "--topic", src, "--step-ms", "500"]
     _run(*gen, "--orders", "60", "--start-ms", str(BASE_MS))
-    _run(*pipe)  # first run, through the CLI: the 22:14 window closes, 22:15 stays open in the state
+    n_events = len(list(events(60, 1, BASE_MS, 500, 7)))
+    continuous = [a for a in pipe if a != "--available-now"] + ["--trigger", "1 second"]
+    first = _run_until_interrupted(*continuous)  # through the CLI, stopped with Ctrl-C after its first batch
+    assert f"orders_to_parquet batch 0: {n_events} events in" in first, first
     # more orders 10 minutes later in event time: the watermark passes 22:15, the new window stays open
     _run(*gen, "--orders", "40", "--first-order", "1000", "--start-ms", str(BASE_MS + 600_000))
-    _in_process(spark, pipe)  # restart from the checkpoint
-    _in_process(spark, pipe)  # and again: nothing new, nothing repeated
+    n_more = len(list(events(40, 1000, BASE_MS + 600_000, 500, 7)))
+    second = _in_process(spark, pipe, capsys)  # restart from the checkpoint
+    assert re.search(rf"^done: orders_to_parquet: \d+ batches, {n_more} events, ", second, re.M), second
+    third = _in_process(spark, pipe, capsys)  # and again: nothing new, nothing repeated
+    assert re.search(r"^done: orders_to_parquet: \d+ batches, 0 events, ", third, re.M), third
 
     expected: Counter = Counter()
     runs = ((1, 60, BASE_MS), (1000, 40, BASE_MS + 600_000))

@@ -97,6 +97,22 @@ def test_json_offset_ranges_assign_and_timestamps(spark, rmq, topic_factory):
         _read(spark, ns, topic=t, subscribe=t).collect()
 
 
+def test_a_missing_topic_is_one_error_when_the_query_is_analysed(spark, rmq, tmp_path):
+    """Not an empty result, and not a failed task (whose traceback Spark logs before re-raising it)."""
+    from pyspark.errors import AnalysisException
+
+    ns = rmq.namesrv
+    with pytest.raises(AnalysisException, match="NoSuchTopicR does not exist on the NameServer"):
+        _read(spark, ns, subscribe="NoSuchTopicR").count()
+    with pytest.raises(AnalysisException, match="NoSuchTopicS does not exist on the NameServer"):
+        spark.readStream.format("rocketmq").option("nameserver", ns).option("topic", "NoSuchTopicS").load()
+    df = spark.range(2).selectExpr("CAST(id AS STRING) AS body")
+    with pytest.raises(AnalysisException, match="NoSuchTopicW does not exist on the NameServer"):
+        df.write.format("rocketmq").option("nameserver", ns).option("topic", "NoSuchTopicW").mode(
+            "append"
+        ).save()
+
+
 def _stream(spark, ns, t, ckpt, out, trigger="availableNow", **opts):
     r = spark.readStream.format("rocketmq").option("nameserver", ns).option("subscribe", t)
     for k, v in opts.items():

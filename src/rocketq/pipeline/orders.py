@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
+import time
 from typing import Any
 
 EVENT_SCHEMA = "orderId string, status string, amount double, eventTime long"
@@ -29,6 +32,7 @@ def build_session(master: str, app: str = "rocketq-orders-pipeline") -> Any:
         SparkSession.builder.appName(app)
         .master(master)
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")  # the pipeline prints its own progress lines
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
         .getOrCreate()
@@ -121,16 +125,103 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
+    print(f"orders pipeline: {a.topic} -> {a.output} (Parquet) and {a.results_topic}; Spark {a.master}")
     spark = build_session(a.master)
-    queries = start(a, spark)
+    # after the SparkSession: PySpark's own SIGINT handler cancels jobs and raises inside py4j calls, which
+    # prints tracebacks; here Ctrl-C and SIGTERM only ask run() to stop the queries
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
     try:
-        for q in queries:
-            q.awaitTermination()
-    except KeyboardInterrupt:
+        return run(a, spark, stop)
+    finally:
+        spark.stop()
+
+
+def run(a: argparse.Namespace, spark: Any, stop: threading.Event | None = None) -> int:
+    """Start both queries, print a line per micro-batch, and a summary when they end (--available-now) or
+    ``stop`` is set (the batch in progress is finished first unless ``stop`` is set again)."""
+    stop = stop or threading.Event()
+    queries = start(a, spark)
+    progress = Progress(queries)
+    if not a.available_now:
+        print(f"running: a micro-batch every {a.trigger}; Ctrl-C stops (it resumes from {a.checkpoint})")
+    while not stop.is_set() and any(q.isActive for q in queries):
+        progress.report()
+        stop.wait(1.0)
+    interrupted = stop.is_set()
+    if interrupted:
+        print("stopping: finishing the micro-batch in progress (Ctrl-C again: abandon it)", flush=True)
+        stop.clear()
+        deadline = time.monotonic() + 120
+        while not stop.is_set() and time.monotonic() < deadline and any(_busy(q) for q in queries):
+            progress.report()
+            stop.wait(0.5)
+        spark.sparkContext.setLogLevel("OFF")  # stopping interrupts running tasks: Spark logs that as errors
         for q in queries:
             q.stop()
+    progress.report()
     failed = [q for q in queries if q.exception() is not None]
     for q in failed:
-        print(f"{q.name} failed: {q.exception()}", file=sys.stderr)
-    spark.stop()
+        print(f"{q.name} failed: {q.exception().desc}", file=sys.stderr)  # type: ignore[union-attr]
+    print(progress.summary(a, interrupted), flush=True)
     return 1 if failed else 0
+
+
+def _busy(q: Any) -> bool:
+    return bool(q.isActive and q.status.get("isTriggerActive"))
+
+
+def _get(obj: Any, name: str, default: Any = 0) -> Any:
+    """A field of a (PySpark 4) progress object, or of the dict older versions return."""
+    value = getattr(obj, name, None)
+    if value is None and isinstance(obj, dict):
+        value = obj.get(name)
+    return default if value is None else value
+
+
+class Progress:
+    """One line per finished micro-batch of each query, and the totals for the summary."""
+
+    def __init__(self, queries: list[Any]) -> None:
+        self.queries = queries
+        self.seen: dict[str, int] = {}  # query name -> last batch id printed
+        self.batches: dict[str, int] = {}
+        self.rows_in: dict[str, int] = {}
+        self.windows_out: dict[str, int] = {}
+        self.open: dict[str, int] = {}
+
+    def report(self) -> None:
+        for q in self.queries:
+            name = q.name
+            for p in q.recentProgress:
+                batch = _get(p, "batchId", -1)
+                if batch <= self.seen.get(name, -1):
+                    continue
+                self.seen[name] = batch
+                rows = _get(p, "numInputRows")
+                ops = _get(p, "stateOperators", [])
+                closed = sum(_get(op, "numRowsRemoved") for op in ops)  # append mode: evicted = written
+                open_ = sum(_get(op, "numRowsTotal") for op in ops)
+                self.batches[name] = self.batches.get(name, 0) + 1
+                self.rows_in[name] = self.rows_in.get(name, 0) + rows
+                self.windows_out[name] = self.windows_out.get(name, 0) + closed
+                self.open[name] = open_
+                watermark = _get(_get(p, "eventTime", {}), "watermark", "-")
+                print(
+                    f"{name} batch {batch}: {rows} events in, {closed} window rows out, "
+                    f"{open_} open, watermark {watermark}",
+                    flush=True,
+                )
+
+    def summary(self, a: argparse.Namespace, interrupted: bool) -> str:
+        how = "stopped" if interrupted else "done"
+        parts = [
+            f"{name}: {self.batches.get(name, 0)} batches, {self.rows_in.get(name, 0)} events, "
+            f"{self.windows_out.get(name, 0)} window rows written, {self.open.get(name, 0)} still open"
+            for name in (q.name for q in self.queries)
+        ]
+        return (
+            f"{how}: " + "; ".join(parts) + f". Open windows are written once the watermark passes them; "
+            f"the next run resumes from {a.checkpoint}."
+        )

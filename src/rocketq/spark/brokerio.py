@@ -107,6 +107,16 @@ class BrokerIO:
 
         return sorted(t for t in self.call(go()) if not _is_system_topic(t))
 
+    def missing_topics(self, topics: Iterable[str]) -> list[str]:
+        """The topics no NameServer has a route for."""
+
+        async def go() -> list[str]:
+            names = sorted(set(topics))
+            routes = await asyncio.gather(*(self._route(t, True) for t in names))
+            return [t for t, r in zip(names, routes, strict=True) if r is None]
+
+        return self.call(go())
+
     def read_queues(self, topics: Iterable[str]) -> list[Queue]:
         """Every readable queue of the topics (refreshing routes, so new queues show up)."""
 

@@ -1,5 +1,5 @@
 # Over 600 lines: the store's one facade (put, read, query, threads); split by path is a planned follow-up.
-"""MessageStore: the facade the broker drives (docs/internal/store-api.md). Synchronous, thread-safe for puts
+"""MessageStore: the facade the broker drives (docs/architecture.md). Synchronous, thread-safe for puts
 (one put lock) and reads (lock-free: readers see positions that only move after data is written).
 
 Threads: AllocateMappedFile (next CommitLog segment), FlushRealTimeService or GroupCommitService (CommitLog),

@@ -1,4 +1,4 @@
-"""Values exchanged between the broker and the store (docs/internal/store-api.md)."""
+"""Values exchanged between the broker and the store (docs/architecture.md)."""
 
 from __future__ import annotations
 
