@@ -241,8 +241,12 @@ class ReplicaAppender:
                     error = ReplicaError("record", f"record at {base + pos} says it is at {phys}")
                     break
                 p = pos + 48 + (20 if sys_flag & sf.BORNHOST_V6_FLAG else 8)
+                store_host = 20 if sys_flag & sf.STOREHOST_ADDRESS_V6_FLAG else 8
+                if p + 8 + store_host + 16 + 3 > pos + size:  # IPv6 flags longer than the record itself
+                    error = ReplicaError("record", f"record at {base + pos} too short for its host flags")
+                    break
                 ts = _I64.unpack_from(view, p)[0]
-                p += 8 + (20 if sys_flag & sf.STOREHOST_ADDRESS_V6_FLAG else 8) + 12
+                p += 8 + store_host + 12
                 blen = _I32.unpack_from(view, p)[0]
                 p += 4
                 rec_end = pos + size

@@ -237,3 +237,19 @@ def test_a_queue_unit_that_cannot_be_written_stops_the_chunk_there(tmp_path, mon
     finally:
         m.shutdown()
         sl.shutdown()
+
+
+def test_host_flags_longer_than_the_record_are_refused(tmp_path):
+    m = open_store(tmp_path / "m")
+    sl = slave_store(tmp_path / "s")
+    try:
+        r = m.put_message(msg(body=b""))  # the smallest record: 91 + topic + properties bytes
+        data = bytearray(m.commit_log.mfq.files[0].view[: r.wrote_bytes])
+        struct.pack_into(">i", data, 36, 0x30)  # born and store hosts claim IPv6: 24 more bytes
+        struct.pack_into(">i", data, 0, r.wrote_bytes)
+        with pytest.raises(ReplicaError) as e:
+            sl.replica_appender().append(0, bytes(data))
+        assert e.value.kind == "record" and "too short" in str(e.value) and sl.max_phy_offset == 0
+    finally:
+        m.shutdown()
+        sl.shutdown()
