@@ -58,6 +58,16 @@ class HAConfig:
     max_gap: int = 256 * 1024 * 1024  # haMaxGapNotInSync
 
 
+def no_delay(transport: asyncio.BaseTransport) -> None:
+    """TCP_NODELAY: a report or a small frame leaves at once (acknowledgements are on the send path)."""
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+
+
 class SlaveConnection(asyncio.Protocol):
     def __init__(self, server: HAServer) -> None:
         self.server = server
@@ -91,12 +101,7 @@ class SlaveConnection(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
         peer = transport.get_extra_info("peername")
         self.addr = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        sock = transport.get_extra_info("socket")
-        if sock is not None:
-            try:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except OSError:
-                pass
+        no_delay(transport)
         self.transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)  # type: ignore[union-attr]
         a = self.server.auth
         if a is not None and not a.is_white(self.addr.rpartition(":")[0].strip("[]")):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +22,7 @@ from rocketq.store.replica import ReplicaAppender, ReplicaError
 
 from . import auth
 from .frames import HAProtocolError, TransferReader, encode_report
-from .master import HAConfig
+from .master import HAConfig, no_delay
 
 log = logging.getLogger(__name__)
 
@@ -38,12 +37,7 @@ class _Link(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
-        sock = transport.get_extra_info("socket")
-        if sock is not None:
-            try:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except OSError:
-                pass
+        no_delay(transport)
 
     def data_received(self, data: bytes) -> None:
         self.client._on_data(self, data)

@@ -221,25 +221,9 @@ class ReplicaAppender:
                 break  # a partial record: wait for the rest
             if magic == MAGIC_CODE_V1 and not view[pos + 39] & _V6:  # IPv4 hosts: one unpack for the head
                 _, _, crc, qid, _, qoff, phys, sys_flag, ts, blen = unpack_v4(view, pos)
-                if phys != base + pos:
-                    error = ReplicaError("record", f"record at {base + pos} says it is at {phys}")
-                    break
                 p = pos + _REC_V4.size
-                rec_end = pos + size
-                if blen < 0 or p + blen + 3 > rec_end:
-                    error = ReplicaError("record", f"bad body length {blen} in the record at {base + pos}")
-                    break
-                if crc32(view[p : p + blen]) & 0x7FFFFFFF != crc:
-                    error = ReplicaError("record", f"body CRC mismatch in the record at {base + pos}")
-                    break
-                p += blen
-                tlen = view[p]
-                p += 1
             else:
                 _, _, crc, qid, _, qoff, phys, sys_flag = unpack_head(view, pos)
-                if phys != base + pos:
-                    error = ReplicaError("record", f"record at {base + pos} says it is at {phys}")
-                    break
                 p = pos + 48 + (20 if sys_flag & sf.BORNHOST_V6_FLAG else 8)
                 store_host = 20 if sys_flag & sf.STOREHOST_ADDRESS_V6_FLAG else 8
                 if p + 8 + store_host + 16 + 3 > pos + size:  # IPv6 flags longer than the record itself
@@ -249,20 +233,23 @@ class ReplicaAppender:
                 p += 8 + store_host + 12
                 blen = _I32.unpack_from(view, p)[0]
                 p += 4
-                rec_end = pos + size
-                if blen < 0 or p + blen + 3 > rec_end:
-                    error = ReplicaError("record", f"bad body length {blen} in the record at {base + pos}")
-                    break
-                if crc32(view[p : p + blen]) & 0x7FFFFFFF != crc:
-                    error = ReplicaError("record", f"body CRC mismatch in the record at {base + pos}")
-                    break
-                p += blen
-                if magic == MAGIC_CODE_V1:
-                    tlen = view[p]
-                    p += 1
-                else:
-                    tlen = _I16.unpack_from(view, p)[0]
-                    p += 2
+            if phys != base + pos:
+                error = ReplicaError("record", f"record at {base + pos} says it is at {phys}")
+                break
+            rec_end = pos + size
+            if blen < 0 or p + blen + 3 > rec_end:
+                error = ReplicaError("record", f"bad body length {blen} in the record at {base + pos}")
+                break
+            if crc32(view[p : p + blen]) & 0x7FFFFFFF != crc:
+                error = ReplicaError("record", f"body CRC mismatch in the record at {base + pos}")
+                break
+            p += blen
+            if magic == MAGIC_CODE_V1:
+                tlen = view[p]
+                p += 1
+            else:
+                tlen = _I16.unpack_from(view, p)[0]
+                p += 2
             if tlen <= 0 or p + tlen + 2 > rec_end:
                 error = ReplicaError("record", f"bad topic length {tlen} in the record at {base + pos}")
                 break
