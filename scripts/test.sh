@@ -7,6 +7,8 @@ if ! command -v java >/dev/null 2>&1; then  # the Spark tests need a JVM
   (sudo -n true 2>/dev/null && SUDO=sudo || SUDO=""; $SUDO apt-get update -qq && $SUDO apt-get install -y -qq openjdk-17-jre-headless)
 fi
 ROCKETQ_EXTRAS="[dev,spark]" bash scripts/bootstrap.sh
+# promtool (Debian's prometheus package, the one binary) checks the shipped alert rules
+bash scripts/install_promtool.sh >/dev/null || echo "promtool not installed: the alert rules get the YAML check only"
 if [ -f tests/interop/node/package.json ] && command -v npm >/dev/null 2>&1; then
   (cd tests/interop/node && npm install --no-audit --no-fund --loglevel=error)
 fi

@@ -23,6 +23,11 @@ SUITES: dict[str, tuple[str, str]] = {
     "guard": ("remoting_guard_bench.py", "the remoting layer under memory and connection attacks"),
     "fuzz": ("fuzz_bench.py", "coverage-guided fuzzing of the protocol decoders (atheris)"),
     "pair": ("peer_pair.py", "profiling helper: one cell, rocketq and peers interleaved, CPU per message"),
+    "metrics": ("metrics_bench.py", "what the metrics exporter costs the send path, and one scrape"),
+    "send-path": (
+        "send_path_bench.py",
+        "the broker's CPU per SEND_MESSAGE_V2 in process; --ab compares two trees",
+    ),
     "ha": ("ha_bench.py", "replication: a slave's cost, lag, catch-up; `ha failover`: kill -9 rounds"),
 }
 

@@ -28,7 +28,7 @@ LAYERS: dict[str, set[str]] = {
     "protocol": {"filter"},
     "remoting": {"protocol"},
     "store": {"protocol", "filter"},
-    "metrics": set(),
+    "metrics": {"protocol", "remoting"},
     "ha": {"protocol", "remoting", "store"},
     "controller": {"protocol", "remoting", "metrics"},
     "namesrv": {"protocol", "remoting", "controller", "metrics"},
@@ -39,6 +39,7 @@ LAYERS: dict[str, set[str]] = {
     "console": {"protocol", "remoting", "client", "admin", "metrics"},
     "spark": {"protocol", "remoting", "filter", "client"},
     "pipeline": {"protocol", "client", "spark"},
+    "logging": {"protocol", "remoting", "client"},  # rocketq.logging.RocketMQHandler sends with the client
 }
 # the public client facade (`import rocketq`, rocketq.aio) belongs to the client layer
 FACADE = {"rocketq", "_public", "aio"}

@@ -14,6 +14,7 @@ from rocketq.protocol.codes import RequestCode
 from .client import AdminClient, TopicConfig, loads
 from .errors import AdminError
 from .fmt import fmt_ms, parse_bool, table
+from .progress import Progress
 from .registry import UsageError, command
 
 TOPIC_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")
@@ -81,9 +82,11 @@ async def update_topic(admin: AdminClient, a: argparse.Namespace, out: TextIO) -
         targets = await admin.master_addrs(a.cluster)
         if not targets:
             raise AdminError(f"cluster {a.cluster!r} has no master broker")
+    progress = Progress(f"creating topic {a.topic}", len(targets), "brokers")
     for addr in targets.values():
         await admin.create_topic(addr, cfg)
         out.write(f"create topic to {addr} success.\n")
+        progress.step()
     if not await admin.wait_route(cfg, targets):
         out.write("warning: the NameServer does not show the new route yet (brokers register it shortly)\n")
     if order:
@@ -156,9 +159,10 @@ async def topic_list(admin: AdminClient, a: argparse.Namespace, out: TextIO) -> 
     info = await admin.cluster_info()
     cluster_of = {b: c for c, names in info["clusterAddrTable"].items() for b in names}
     rows: list[tuple[str, str, str]] = []
-    for t in topics:
-        if t.startswith(("%RETRY%", "%DLQ%")):
-            continue
+    wanted = [t for t in topics if not t.startswith(("%RETRY%", "%DLQ%"))]
+    progress = Progress("reading topic routes and consumer groups", len(wanted), "topics")
+    for t in wanted:
+        progress.step()
         try:
             route = await admin.topic_route(t)
         except AdminError:

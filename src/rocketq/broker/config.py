@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from rocketq.metrics.settings import METRICS_KEYS, MetricsConfigError, MetricsSettings
 from rocketq.remoting.acl_signature import Credentials
 from rocketq.remoting.limits import LIMIT_KEYS, LimitsError, ServerLimits
 
@@ -119,6 +120,8 @@ _KEYS: dict[str, tuple[type, Any]] = {
     "authReplayWindowSeconds": (int, 120),
     # rocketq: what a peer can make the remoting server hold before any request runs (remoting/limits.py)
     **{key: (typ, default) for key, (_, typ, default) in LIMIT_KEYS.items()},
+    # metrics exporter (rocketq/metrics/settings.py): metricsExporterType=PROM serves /metrics
+    **METRICS_KEYS,
     "useTLS": (bool, False),
     "sendMessageThreadPoolNums": (int, 1),
     "pullMessageThreadPoolNums": (int, 16),
@@ -337,6 +340,10 @@ class BrokerConfig:
         try:
             ServerLimits.from_config(self.values.get)
         except LimitsError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        try:
+            MetricsSettings.from_config(self.values.get)
+        except MetricsConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None
         for key in ("brokerName", "brokerClusterName"):
             if not re.fullmatch(r"[%|a-zA-Z0-9_-]{1,127}", self[key]):

@@ -162,6 +162,7 @@ class BrokerController:
         self.stats = BrokerStats()
         self.processors: list[Any] = []
         self.store_locks: list[Any] = []  # dirlock.py: held from start() until the end of shutdown()
+        self.metrics: Any = None  # rocketq.metrics.broker.BrokerMetrics with metricsExporterType=PROM
         if cfg["aclEnable"]:
             self.server.rpc_hook = load_acl_hook(cfg)
         from .read_acl import ReadGuard
@@ -238,6 +239,7 @@ class BrokerController:
         self.schedule = ScheduleMessageService(self)
         self.schedule.load()
 
+        await self.start_metrics()  # before the first request: messages stored from now on are counted
         await self.server.start()
         await self.replication.start(self.ha_listen)
         self.replication.install_arrival_listener(self.hold.arrival_listener)
@@ -268,6 +270,31 @@ class BrokerController:
             from .slave_sync import PERIOD_S
 
             self._tasks.append(self.loop.create_task(self._every(PERIOD_S, self.slave_sync.sync_all)))
+
+    async def start_metrics(self) -> None:
+        """metricsExporterType=PROM: /metrics on metricsPromExporterHost:metricsPromExporterPort
+        (rocketq/metrics/broker.py); with aclEnable it takes the ACL file's admin accounts."""
+        from rocketq.metrics.settings import MetricsSettings
+
+        settings = MetricsSettings.from_config(self.cfg.values.get)
+        if not settings.enabled:
+            return
+        from rocketq.metrics.auth import CredentialsError, make_auth
+        from rocketq.metrics.broker import BrokerMetrics
+
+        hook = self.server.rpc_hook if self.cfg["aclEnable"] else None
+
+        def accounts() -> dict[str, tuple[str, bool]]:
+            acl = hook.acl  # type: ignore[union-attr]
+            acl.maybe_reload()
+            return {a.access_key: (a.secret_key, a.admin) for a in acl.accounts.values()}
+
+        try:
+            auth = make_auth(settings.token_file, accounts if hook is not None else None)
+        except CredentialsError as exc:
+            raise ConfigError(str(exc)) from None
+        self.metrics = BrokerMetrics(self, settings, auth)
+        await self.metrics.start()
 
     def lock_store(self) -> None:
         """Refuse to start (StoreLocked: "Lock failed, MQ already started") when another process holds
@@ -394,6 +421,8 @@ class BrokerController:
         if self.transactions is not None:
             self.transactions.stop()
         self.stats.stop()
+        if self.metrics is not None:
+            await self.metrics.close()
         if self.hold is not None:
             self.hold.stop()
         if self.replication is not None:

@@ -117,7 +117,7 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         run(serve(ctl))
-    except StoreLocked as exc:
+    except (StoreLocked, ConfigError) as exc:
         print(f"rocketq broker: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:

@@ -1,6 +1,9 @@
 """Broker traffic counters for GET_BROKER_RUNTIME_INFO (mqadmin brokerStatus / clusterList): messages put and
 transferred today and yesterday, and TPS over the last 10 s / 1 min. Counting is one integer add on the hot
-path; sampling runs once a second."""
+path; sampling runs once a second.
+
+The metrics exporter (rocketq.metrics) reads these too, and the per-group tables below, which the pull,
+send-back and transaction paths keep per request (never per message of the send path)."""
 
 from __future__ import annotations
 
@@ -23,7 +26,43 @@ class BrokerStats:
         # acknowledged messages a forced clean deleted before a group had read them (broker/forced_clean.py)
         self.forced_clean_unconsumed = 0
         self._group_samples: dict[str, deque[tuple[float, int]]] = {}
+        # (group, topic) -> [messages, bytes] pulled (rocketmq_messages_out_total / throughput_out_total)
+        self.out: dict[tuple[str, str], list[int]] = {}
+        # (group, topic, queue id) -> next offset the group will pull (inflight / ready messages)
+        self.pull_offsets: dict[tuple[str, str, int], int] = {}
+        self.dlq: dict[tuple[str, str], int] = {}  # (group, original topic) -> messages sent to %DLQ%group
+        self.tx_commit: dict[str, int] = {}  # real topic -> transactional messages committed
+        self.tx_rollback: dict[str, int] = {}  # real topic -> rolled back
         self._task: asyncio.Task[None] | None = None
+
+    def pulled(self, group: str, topic: str, queue_id: int, count: int, size: int, next_offset: int) -> None:
+        """A pull answered with ``count`` messages of ``size`` bytes (one call per pull, not per message)."""
+        self.got += count
+        self.group_got[group] = self.group_got.get(group, 0) + count
+        key = (group, topic)
+        out = self.out.get(key)
+        if out is None:
+            out = self.out[key] = [0, 0]
+        out[0] += count
+        out[1] += size
+        self.pull_offsets[(group, topic, queue_id)] = next_offset
+
+    def sent_to_dlq(self, group: str, topic: str) -> None:
+        self.dlq[(group, topic)] = self.dlq.get((group, topic), 0) + 1
+
+    def transaction_ended(self, topic: str, committed: bool) -> None:
+        table = self.tx_commit if committed else self.tx_rollback
+        table[topic] = table.get(topic, 0) + 1
+
+    def forget_group(self, group: str) -> None:
+        """A deleted group's tables (they are bounded by the groups that exist)."""
+        self.group_got.pop(group, None)
+        self._group_samples.pop(group, None)
+        for table in (self.out, self.dlq):
+            for key in [k for k in table if k[0] == group]:
+                del table[key]
+        for queue_key in [k for k in self.pull_offsets if k[0] == group]:
+            del self.pull_offsets[queue_key]
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._sample_loop())

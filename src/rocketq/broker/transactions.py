@@ -120,6 +120,7 @@ class TransactionService:
         if msg.queue_offset in self.resolved or (uniq is not None and uniq in self.resolved_ids):
             self._mark_resolved(msg.queue_offset, None)
             return request.response(ResponseCode.SUCCESS)
+        topic_of_half = props.get(PROPERTY_REAL_TOPIC) or msg.topic
         if kind == TRANSACTION_COMMIT_TYPE:
             real_topic, real_qid = real_destination(props, pop=True)
             if not real_topic:
@@ -137,6 +138,9 @@ class TransactionService:
             result = store.put_message(inner)
             if result.status.name not in STORED:
                 return request.response(ResponseCode.SYSTEM_ERROR, f"commit failed: {result.status.name}")
+        # rocketmq_commit_messages_total / rocketmq_rollback_messages_total, by the message's real topic
+        committed = kind == TRANSACTION_COMMIT_TYPE
+        self.ctl.stats.transaction_ended(topic_of_half, committed)
         self._mark_resolved(msg.queue_offset, uniq)
         return request.response(ResponseCode.SUCCESS)
 
@@ -231,6 +235,24 @@ class TransactionService:
             done += 1
         if done > start:
             ctl.offsets.commit(HALF_GROUP, TRANS_HALF_TOPIC, 0, done)
+
+    def pending_halves(self, limit: int = 500) -> dict[str, int]:
+        """Half messages still waiting for a commit or rollback, per real topic (rocketmq_half_messages):
+        the half queue from the committed check offset on, less those resolved; at most ``limit`` read."""
+        store = self.ctl.store
+        start = max(self.ctl.offsets.query(HALF_GROUP, TRANS_HALF_TOPIC, 0), 0)
+        stop = min(store.get_max_offset_in_queue(TRANS_HALF_TOPIC, 0), start + limit)
+        pending: dict[str, int] = {}
+        for msg in _read_all(store, TRANS_HALF_TOPIC, start, stop):
+            off = msg.queue_offset
+            if off in self._finished or off in self.resolved:
+                continue
+            props = msg.properties
+            if props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) in self.resolved_ids:
+                continue
+            topic = props.get(PROPERTY_REAL_TOPIC) or ""
+            pending[topic] = pending.get(topic, 0) + 1
+        return pending
 
     def _check_back(self, channel: Channel, msg, checks: int) -> None:
         props = dict(msg.properties)

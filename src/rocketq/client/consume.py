@@ -69,7 +69,12 @@ def is_success(result: Any) -> bool:
 class ConcurrentConsumeMixin:
     """Part of PushConsumer: dispatch of pulled messages and concurrent consumption."""
 
+    _meter: Any = None  # rocketq.client.metrics.ClientMeter (PushConsumer sets it at start when enabled)
+
     def _dispatch(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        meter = self._meter
+        if meter is not None:  # rocketmq_delivery_latency, and the arrival time for rocketmq_await_time
+            meter.received(msgs, self.group, self.client_id)
         if self.orderly:
             ev = self._orderly_wakeups.get(mq)
             if ev is None:
@@ -129,6 +134,19 @@ class ConcurrentConsumeMixin:
         put_properties_lazily(msgs, {PROPERTY_CONSUME_START_TIME: now})
 
     async def _call_listener(self, msgs: list[MessageExt], context: Any = None) -> Any:
+        meter = self._meter
+        if meter is None:
+            return await self._call_traced(msgs, context)
+        started = time.time()
+        ok = False
+        try:
+            result = await self._call_traced(msgs, context)
+            ok = is_success(result)
+            return result
+        finally:  # rocketmq_await_time, rocketmq_process_time
+            meter.consumed(msgs, self.group, self.client_id, started, ok)
+
+    async def _call_traced(self, msgs: list[MessageExt], context: Any = None) -> Any:
         trace = self._trace
         if trace is None:
             return await self._invoke_listener(msgs, context)

@@ -18,6 +18,7 @@ from typing import Any
 
 from rocketq.protocol.frame import RemotingCommand
 
+from . import metrics as client_metrics
 from .allocate import Strategy, resolve_strategy
 from .consume import (
     ConcurrentConsumeMixin,
@@ -168,6 +169,7 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
         self.consume_timeout = consume_timeout  # minutes, like consumeTimeout
         self.customized_trace_topic = customized_trace_topic
         self._trace: TraceDispatcher | None = None
+        self._meter: Any = None  # rocketq.client.metrics.ClientMeter when metrics were enabled at start
         self.corrupt_messages = 0  # pulled records left out, their body failing its CRC (check_crc)
         self._corrupt_logged_at = 0.0
 
@@ -226,6 +228,9 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
             except Exception as exc:
                 log.warning("route of %s: %s", topic, exc)
         await self._check_filters()
+        self._meter = client_metrics.current()
+        if self._meter is not None:
+            self._meter.attach(self)
         if self.enable_msg_trace:
             self._trace = TraceDispatcher(inst, self.group, self.customized_trace_topic)
             await self._trace.start()

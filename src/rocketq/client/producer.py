@@ -14,6 +14,7 @@ from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.remoting import RemotingError
 
+from . import metrics as client_metrics
 from .accumulator import (
     DEFAULT_BATCH_MAX_BYTES,
     DEFAULT_BATCH_MAX_DELAY_MS,
@@ -134,6 +135,7 @@ class Producer:
         self.enable_msg_trace = enable_msg_trace
         self.customized_trace_topic = customized_trace_topic
         self._trace: TraceDispatcher | None = None
+        self._meter: Any = None  # rocketq.client.metrics.ClientMeter when metrics were enabled at start
         check_batch_settings(batch_max_delay_ms, batch_max_bytes, total_batch_max_bytes)
         self._batch_settings = (batch_max_delay_ms, batch_max_bytes, total_batch_max_bytes)
         self._accumulator: ProduceAccumulator | None = None
@@ -225,6 +227,7 @@ class Producer:
             await inst.start()
             await inst.send_heartbeat_all()
         self._started = True
+        self._meter = client_metrics.current()
         if self.enable_msg_trace and self._instance is not None:
             self._trace = TraceDispatcher(self._instance, self.group, self.customized_trace_topic)
             await self._trace.start()
@@ -589,7 +592,7 @@ class Producer:
             and (fut := self._accumulate(msg, queue, selector, timeout_s)) is not None
         ):
             return await fut
-        if queue is None and selector is None and self._trace is None:
+        if queue is None and selector is None and self._trace is None and self._meter is None:
             # what _send_traced -> _send_one_or_batch do for this case, two coroutines fewer per send
             total = 1 + self.retry_times_when_send_failed
             return await self._send_default(msg, msg.topic, total, timeout_s)  # type: ignore[return-value]
@@ -622,6 +625,35 @@ class Producer:
         return await self._send_default(msg, topic, total, timeout_s, oneway, same_broker)
 
     async def _send_traced(
+        self,
+        msg: Message | list[Message],
+        topic: str,
+        queue: MessageQueue | None,
+        selector: Selector | None,
+        arg: Any,
+        timeout_s: float,
+        oneway: bool = False,
+        times_total: int | None = None,
+        same_broker: bool = False,
+    ) -> Any:
+        meter = self._meter
+        if meter is None or oneway:
+            return await self._send_with_trace(
+                msg, topic, queue, selector, arg, timeout_s, oneway, times_total, same_broker
+            )
+        client_id = self._instance.client_id if self._instance is not None else ""
+        t0 = time.monotonic()
+        try:
+            result = await self._send_with_trace(
+                msg, topic, queue, selector, arg, timeout_s, oneway, times_total, same_broker
+            )
+        except Exception:
+            meter.sent(topic, client_id, time.monotonic() - t0, False)  # rocketmq_send_cost_time
+            raise
+        meter.sent(topic, client_id, time.monotonic() - t0, True)
+        return result
+
+    async def _send_with_trace(
         self,
         msg: Message | list[Message],
         topic: str,

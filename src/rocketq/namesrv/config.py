@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rocketq.metrics.settings import METRICS_KEYS, MetricsSettings
 from rocketq.remoting.limits import LIMIT_KEYS, ServerLimits
 
 
@@ -35,6 +36,11 @@ class NamesrvConfig:
     auth_replay_window_s: int = 120  # rocketq: a signed change seen again within this is refused (0: off)
     # remoting limits (serverFrameMaxLength, serverMaxBufferedBytes, ...: remoting/limits.py), as given
     limit_props: dict[str, str] = field(default_factory=dict)
+    # the metrics exporter's keys (metricsExporterType=PROM, ...: rocketq/metrics/settings.py), as given
+    metrics_props: dict[str, str] = field(default_factory=dict)
+
+    def metrics_settings(self) -> MetricsSettings:
+        return MetricsSettings.from_config(self.metrics_props.get)
 
     def server_limits(self) -> ServerLimits:
         return ServerLimits.from_config(self.limit_props.get)
@@ -97,6 +103,10 @@ class NamesrvConfig:
                 self.limit_props[key] = props[key].strip()
         if self.limit_props:
             self.server_limits()  # refuse a bad value at startup (LimitsError is a ValueError)
+        for key in METRICS_KEYS:
+            if key in props:
+                self.metrics_props[key] = props[key].strip()
+        self.metrics_settings()  # MetricsConfigError (a ValueError) names the key
 
     def to_properties(self) -> str:
         items = {
@@ -119,6 +129,9 @@ class NamesrvConfig:
         items["authReplayWindowSeconds"] = str(self.auth_replay_window_s)
         limits = self.server_limits()
         items.update({key: str(getattr(limits, attr)) for key, (attr, _, _) in LIMIT_KEYS.items()})
+        items.update(
+            {key: str(self.metrics_props.get(key, default)) for key, (_, default) in METRICS_KEYS.items()}
+        )
         return "".join(f"{k}={v}\n" for k, v in items.items())
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from typing import TYPE_CHECKING
 
 from rocketq.dirlock import DirLock
 from rocketq.remoting import RemotingServer
@@ -15,6 +16,9 @@ from .config import NamesrvConfig
 from .kvconfig import KVConfigManager
 from .processor import NamesrvProcessor
 from .route_info import RouteInfoManager
+
+if TYPE_CHECKING:
+    from rocketq.metrics.namesrv import NamesrvMetrics
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +63,7 @@ class NamesrvController:
         self.server.rpc_hook = auth_hook_of(self.config)
         self.processor.register(self.server)
         self._scan_task: asyncio.Task[None] | None = None
+        self.metrics: NamesrvMetrics | None = None  # with metricsExporterType=PROM
         # one NameServer per KV config: a second one would overwrite the first one's puts
         kv = os.path.abspath(self.config.kv_path)
         self.home_lock = DirLock(os.path.dirname(kv), os.path.basename(kv) + ".lock")
@@ -70,8 +75,31 @@ class NamesrvController:
     async def start(self) -> None:
         self.home_lock.acquire()  # StoreLocked ("Lock failed, MQ already started") before the KV is read
         await asyncio.get_running_loop().run_in_executor(None, self.kv.load)
+        await self.start_metrics()
         await self.server.start()
         self._scan_task = asyncio.get_running_loop().create_task(self._scan_loop())
+
+    async def start_metrics(self) -> None:
+        """metricsExporterType=PROM in namesrv.conf: /metrics (rocketq/metrics/namesrv.py)."""
+        settings = self.config.metrics_settings()
+        if not settings.enabled:
+            return
+        from rocketq.metrics.auth import make_auth
+        from rocketq.metrics.namesrv import NamesrvMetrics
+
+        cfg = self.config
+        creds = [
+            c
+            for c in (
+                Credentials.parse(cfg.inner_client_authentication_credentials),
+                Credentials.parse(cfg.init_authentication_user, "initAuthenticationUser"),
+            )
+            if c is not None
+        ]
+        accounts = {c.access_key: (c.secret_key, True) for c in creds}
+        auth = make_auth(settings.token_file, (lambda: accounts) if cfg.authentication_enabled else None)
+        self.metrics = NamesrvMetrics(self, settings, auth)
+        await self.metrics.start()
 
     async def _scan_loop(self) -> None:
         while True:
@@ -88,6 +116,9 @@ class NamesrvController:
             self._scan_task.cancel()
             self._scan_task = None
         await self.server.close()
+        if self.metrics is not None:
+            await self.metrics.close()
+            self.metrics = None
         if not self.home_lock.held:
             return  # never started: the KV file is someone else's
         await self.kv.persist()

@@ -73,7 +73,7 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         run(serve(cfg))
-    except StoreLocked as exc:
+    except (StoreLocked, ValueError) as exc:  # ValueError: e.g. an unreadable metricsPromExporterTokenFile
         print(f"rocketq namesrv: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:  # e.g. address in use

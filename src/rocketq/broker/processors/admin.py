@@ -159,6 +159,7 @@ class AdminProcessor:
     def delete_group(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         group = request.ext_fields.get("groupName") or ""
         self.ctl.subscriptions.delete(group)
+        self.ctl.stats.forget_group(group)  # its traffic counters and pull offsets (metrics)
         return request.response(ResponseCode.SUCCESS)
 
     # -- stats -------------------------------------------------------------------------------

@@ -192,11 +192,10 @@ class PullProcessor:
         if allow_suspend and h.sys_flag & _COMMIT_OFFSET and h.commit_offset >= 0 and not self.slave:
             ctl.offsets.commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
         if code == _SUCCESS:
-            stats = ctl.stats
-            stats.got += result.message_count
-            stats.group_got[h.consumer_group] = (
-                stats.group_got.get(h.consumer_group, 0) + result.message_count
-            )
+            ctl.stats.pulled(
+                h.consumer_group, h.topic, h.queue_id, result.message_count, result.buffer_total_size,
+                result.next_begin_offset,
+            )  # fmt: skip
             # The views go straight to the transport; they are dropped (not released) once written,
             # since uvloop may still hold them after writelines() returns.
             return request.response(code, None, ext, result.buffers)

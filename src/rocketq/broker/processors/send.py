@@ -33,6 +33,7 @@ from rocketq.protocol.properties import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
+    PROPERTY_RETRY_TOPIC,
     PROPERTY_TRANSACTION_PREPARED,
     RETRY_GROUP_TOPIC_PREFIX,
     SCHEDULE_TOPIC,
@@ -447,6 +448,7 @@ class SendProcessor:
                     ResponseCode.NO_PERMISSION, f"the topic[{dlq}] sending message is forbidden"
                 )
             props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
+            ctl.stats.sent_to_dlq(group, props.get(PROPERTY_RETRY_TOPIC) or h.topic)  # metrics
             return dlq, 0
         return None
 

@@ -108,4 +108,6 @@ class SendBackProcessor:
         if err is not None:
             err.code = ResponseCode.SYSTEM_ERROR
             return err
+        if new_topic.startswith(DLQ_GROUP_TOPIC_PREFIX):  # rocketmq_send_to_dlq_messages_total
+            ctl.stats.sent_to_dlq(h.group, props.get(PROPERTY_RETRY_TOPIC) or msg.topic)
         return request.response(ResponseCode.SUCCESS)
