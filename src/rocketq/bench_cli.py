@@ -28,6 +28,7 @@ SUITES: dict[str, tuple[str, str]] = {
         "send_path_bench.py",
         "the broker's CPU per SEND_MESSAGE_V2 in process; --ab compares two trees",
     ),
+    "ha": ("ha_bench.py", "replication: a slave's cost, lag, catch-up; `ha failover`: kill -9 rounds"),
 }
 
 USAGE = (

@@ -14,6 +14,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "namesrv": ("rocketq.namesrv.main:main", "run a NameServer"),
     "broker": ("rocketq.broker.main:main", "run a Broker"),
     "standalone": ("rocketq.standalone:main", "run NameServer + Broker in one process"),
+    "cluster": ("rocketq.cluster:main", "run every process of a deployment mode (2m-2s-sync, ...)"),
     "admin": ("rocketq.admin.main:main", "mqadmin commands"),
     "console": ("rocketq.console.main:main", "the web console for a cluster"),
     "pipeline": ("rocketq.pipeline.main:main", "Spark pipelines: orders, orders-gen"),

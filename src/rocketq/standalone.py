@@ -87,7 +87,8 @@ async def serve(a: argparse.Namespace, home: str) -> None:
         ns_cfg.authentication_enabled = True
         ns_cfg.inner_client_authentication_credentials = cfg["innerClientAuthenticationCredentials"]
     ns_cfg.limit_props = {k: str(cfg[k]) for k in LIMIT_KEYS if k in cfg.explicit}  # the same remoting limits
-    broker = BrokerController(cfg, a.bind)
+    # one node: the HA port opens only when broker.conf asks for it (haListenPort), to let a slave follow
+    broker = BrokerController(cfg, a.bind, ha_listen="haListenPort" in cfg.explicit)
     # both homes are locked before either is read: a second standalone on this home changes nothing
     namesrv = NamesrvController(ns_cfg)
     namesrv.home_lock.acquire()

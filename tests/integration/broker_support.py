@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from tests.helpers.procs import RocketqProcess, start_namesrv, start_rocketq
+from tests.helpers.procs import RocketqProcess, free_port, start_namesrv, start_rocketq
 
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.frame import RemotingCommand
@@ -61,6 +61,9 @@ def write_conf(home: Path, conf: dict[str, str]) -> Path:
     home.mkdir(parents=True, exist_ok=True)
     path = home / "broker.conf"
     all_conf = {"storePathRootDir": str(home / "store"), **conf}
+    # a master listens on haListenPort too: an explicit free port, not listenPort + 1 (last, so the
+    # caller's keys keep their line numbers)
+    all_conf.setdefault("haListenPort", str(free_port()))
     path.write_text("".join(f"{k}={v}\n" for k, v in all_conf.items()))
     return path
 

@@ -203,7 +203,7 @@ def _start_broker(namesrv: str, home: Path, conf: Path) -> RocketqProcess:
     last: Exception | None = None
     for _ in range(3):  # a freshly chosen port (or its HA neighbour) may be taken meanwhile
         port = free_port()
-        conf.write_text(base + f"listenPort={port}\n")
+        conf.write_text(base + f"listenPort={port}\nhaListenPort={free_port()}\n")
         try:
             return start_rocketq(
                 ["broker", "-n", namesrv, "-c", str(conf), "--home", str(home)],

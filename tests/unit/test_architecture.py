@@ -44,7 +44,7 @@ LAYERS: dict[str, set[str]] = {
 # the public client facade (`import rocketq`, rocketq.aio) belongs to the client layer
 FACADE = {"rocketq", "_public", "aio"}
 # entry points: they wire processes together and may import any layer; nothing imports them
-ENTRY_POINTS = {"cli", "standalone", "bench_cli"}
+ENTRY_POINTS = {"cli", "standalone", "bench_cli", "cluster"}
 
 MAX_LINES = 600
 LONG_MODULE_MARK = "# Over 600 lines"

@@ -374,6 +374,12 @@ class AdminClient(ConsoleOps):
         self.check(resp, f"brokerStatus {broker_addr}")
         return {str(k): str(v) for k, v in (loads(resp.body_bytes).get("table") or {}).items()}
 
+    async def ha_status(self, broker_addr: str) -> dict[str, Any]:
+        """GET_BROKER_HA_STATUS (907): RocketMQ 5's HARuntimeInfo."""
+        resp = await self.invoke_broker(broker_addr, RequestCode.GET_BROKER_HA_STATUS)
+        self.check(resp, f"haStatus {broker_addr}")
+        return loads(resp.body_bytes)
+
     async def max_offset(self, addr: str, topic: str, queue_id: int) -> int:
         resp = await self.invoke_broker(
             addr,

@@ -97,6 +97,7 @@ async def _print_cluster(admin: AdminClient, more: bool, out: TextIO) -> None:
                             rt.get("pageCacheLockTimeMills", "0"),
                             _hours_since(rt.get("earliestMessageTimeStamp", "")),
                             rt.get("commitLogDiskRatio", "-"),
+                            rt.get("brokerRole", "-"),
                         )
                     )
     if more:
@@ -120,6 +121,7 @@ async def _print_cluster(admin: AdminClient, more: bool, out: TextIO) -> None:
             "PCWait(ms)",
             "Hour",
             "SPACE",
+            "ROLE",
         )
     table(out, headers, rows)
 

@@ -14,7 +14,7 @@ from typing import TextIO
 from rocketq.remoting import run
 from rocketq.remoting.acl_signature import STAMPED_CODES, SigningHook
 
-from . import cmd_cluster, cmd_consumer, cmd_message, cmd_topic  # noqa: F401  (register the commands)
+from . import cmd_cluster, cmd_consumer, cmd_ha, cmd_message, cmd_topic  # noqa: F401  (register the commands)
 from .client import AdminClient
 from .errors import AdminError
 from .registry import COMMANDS, UsageError

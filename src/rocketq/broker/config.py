@@ -34,7 +34,7 @@ _KEYS: dict[str, tuple[type, Any]] = {
     "brokerIP1": (str, "127.0.0.1"),
     "brokerIP2": (str, ""),
     "namesrvAddr": (str, ""),
-    "haListenPort": (int, 10912),
+    "haListenPort": (int, 0),  # <= 0: listenPort + 1 (RocketMQ 5's BrokerStartup), i.e. 10912 by default
     "region": (str, "DefaultRegion"),
     "brokerPermission": (int, 6),
     "registerBrokerTimeoutMills": (int, 6000),
@@ -113,7 +113,8 @@ _KEYS: dict[str, tuple[type, Any]] = {
     "transactionCheckMax": (int, 15),
     "transactionCheckInterval": (int, 60_000),
     "aclEnable": (bool, False),
-    # RocketMQ 5: {"accessKey": .., "secretKey": ..} the broker signs its NameServer requests with
+    # RocketMQ 5: {"accessKey": .., "secretKey": ..} the broker signs its NameServer requests with (and a
+    # slave with aclEnable its metadata calls to the master and its HA handshake, ha/auth.py)
     "innerClientAuthenticationCredentials": (str, ""),
     # rocketq: with aclEnable, a signed admin request seen again within this many seconds is refused (0: off)
     "authReplayWindowSeconds": (int, 120),
@@ -126,6 +127,19 @@ _KEYS: dict[str, tuple[type, Any]] = {
     "pullMessageThreadPoolNums": (int, 16),
     "waitTimeMillsInSendQueue": (int, 200),
     "osPageCacheBusyTimeOutMills": (int, 1000),
+    # master-slave replication (ha/): RocketMQ's MessageStoreConfig / BrokerConfig names and defaults
+    "haMasterAddress": (str, ""),
+    "haSendHeartbeatInterval": (int, 5000),
+    "haHousekeepingInterval": (int, 20_000),
+    "haTransferBatchSize": (int, 32 * 1024),
+    "haMaxGapNotInSync": (int, 256 * 1024 * 1024),
+    "slaveTimeout": (int, 3000),
+    "inSyncReplicas": (int, 1),
+    "minInSyncReplicas": (int, 1),
+    "allAckInSyncStateSet": (bool, False),
+    "slaveReadEnable": (bool, False),
+    "whichBrokerWhenConsumeSlowly": (int, 1),
+    "accessMessageInMemoryMaxRatio": (int, 40),
 }
 
 # keys whose values are secrets: masked in listings (GET_BROKER_CONFIG, the startup log, -p)
@@ -244,6 +258,18 @@ class BrokerConfig:
         return self["mappedFileSizeConsumeQueue"] or self["mapedFileSizeConsumeQueue"]
 
     @property
+    def ha_listen_port(self) -> int:
+        """The HA port: haListenPort, or listenPort + 1 when it is <= 0 (0 too when listenPort is 0: any)."""
+        port = self["haListenPort"]
+        if port > 0:
+            return port
+        return self["listenPort"] + 1 if self["listenPort"] > 0 else 0
+
+    @property
+    def is_slave(self) -> bool:
+        return self["brokerRole"] == "SLAVE"
+
+    @property
     def config_dir(self) -> str:
         return os.path.join(self["storePathRootDir"], "config")
 
@@ -278,6 +304,22 @@ class BrokerConfig:
             raise ConfigError(f"{where}: listenPort out of range")
         if self["brokerId"] < 0:
             raise ConfigError(f"{where}: brokerId must be >= 0")
+        if self["brokerRole"] == "SLAVE" and self["brokerId"] <= 0:
+            raise ConfigError(f"{where}: Slave's brokerId must be > 0 (brokerRole=SLAVE)")
+        if not 0 <= self["haListenPort"] < 65536:
+            raise ConfigError(f"{where}: haListenPort out of range")
+        for key in ("haSendHeartbeatInterval", "haHousekeepingInterval", "haTransferBatchSize",
+                    "slaveTimeout"):  # fmt: skip
+            if self[key] <= 0:
+                raise ConfigError(f"{where}: {key} must be > 0")
+        if self["haTransferBatchSize"] > 4 * 1024 * 1024:
+            raise ConfigError(f"{where}: haTransferBatchSize must be <= 4194304 (a slave's frame limit)")
+        if self["inSyncReplicas"] < 1 or self["minInSyncReplicas"] < 1:
+            raise ConfigError(f"{where}: inSyncReplicas and minInSyncReplicas must be >= 1")
+        if self["inSyncReplicas"] < self["minInSyncReplicas"]:
+            raise ConfigError(f"{where}: inSyncReplicas must be >= minInSyncReplicas")
+        if not 0 < self["accessMessageInMemoryMaxRatio"] <= 100:
+            raise ConfigError(f"{where}: accessMessageInMemoryMaxRatio must be in 1..100")
         for key, (lo, hi, why) in _RANGES.items():
             if not lo <= self[key] <= hi:
                 raise ConfigError(f"{where}: {key}={self[key]} is out of range {lo}..{hi} ({why})")
@@ -343,5 +385,7 @@ def load_config(path: str | None, overrides: dict[str, Any] | None = None) -> Br
         cfg.values["storePathRootDir"] = os.path.join(os.path.expanduser("~"), "store")
     if not cfg["storePathCommitLog"]:
         cfg.values["storePathCommitLog"] = os.path.join(cfg["storePathRootDir"], "commitlog")
+    if cfg["brokerRole"] != "SLAVE":
+        cfg.values["brokerId"] = 0  # a master's id is 0 whatever the file says (RocketMQ's BrokerStartup)
     cfg.validate()
     return cfg

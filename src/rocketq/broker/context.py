@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Protocol
 
-from rocketq.remoting import RemotingServer
+from rocketq.remoting import RemotingClient, RemotingServer
 
 from .client_manager import ClientManager
 from .config import BrokerConfig
@@ -43,6 +43,13 @@ class BrokerContext(Protocol):
     reads: ReadGuard  # aclEnable: reads authorized by the stored message's topics (read_acl.py)
     loop: asyncio.AbstractEventLoop  # the broker's event loop, once started
     _tasks: list[asyncio.Task[Any]]  # periodic tasks cancelled at shutdown
+    # replication (ha/): replication.Replication once started (None before), a slave's SlaveSynchronize
+    replication: Any
+    slave_sync: Any
+    client: RemotingClient  # outgoing calls (NameServers, a slave's master)
+    namesrv: Any  # namesrv_api.NamesrvApi
+    bind_host: str
+    ha_any_port: bool  # listenPort 0 without haListenPort: the HA port is any free one
 
     @property
     def broker_addr(self) -> str: ...

@@ -45,6 +45,10 @@ RUNTIME_KEYS = frozenset(
         "channelExpiredTimeout",
         "region",
         "syncFlushTimeout",  # read per send, as RocketMQ's handleDiskFlush does
+        "slaveReadEnable",
+        "whichBrokerWhenConsumeSlowly",
+        "accessMessageInMemoryMaxRatio",
+        "slaveTimeout",
     )
 )
 
@@ -122,8 +126,12 @@ def inner_signing_hook(cfg: BrokerConfig) -> SigningHook | None:
 
 
 class BrokerController:
-    def __init__(self, cfg: BrokerConfig, bind_host: str | None = None) -> None:
+    def __init__(self, cfg: BrokerConfig, bind_host: str | None = None, ha_listen: bool = True) -> None:
         self.cfg = cfg
+        self.ha_listen = ha_listen  # masters open haListenPort (standalone: only when configured)
+        self.replication: Any = None  # broker/replication.py, once started
+        self.slave_sync: Any = None
+        self.ha_any_port = False
         self.bind_host = bind_host or cfg["brokerIP1"]
         self.broker_perm = cfg["brokerPermission"]
         self.delay_levels = DelayLevels(cfg.delay_levels_ms)
@@ -170,7 +178,7 @@ class BrokerController:
     async def start(self) -> None:
         from rocketq.store import MessageStore
 
-        from .processors import admin, client, forward, offsets, pull, query, reply, send, sendback
+        from .processors import admin, client, forward, ha_status, offsets, pull, query, reply, send, sendback
         from .schedule import ScheduleMessageService
         from .transactions import TransactionService
 
@@ -181,6 +189,8 @@ class BrokerController:
         self.subscriptions.load()
         self.offsets.load()
 
+        # listenPort 0 (any free port) without a haListenPort: the HA port is any free one too, not port + 1
+        self.ha_any_port = self.cfg["listenPort"] == 0 and self.cfg["haListenPort"] <= 0
         if self.cfg["listenPort"] == 0:  # any free port: pick it now, the store host (msg ids) needs it
             with socket.socket() as probe:
                 probe.bind((self.bind_host, 0))
@@ -196,8 +206,10 @@ class BrokerController:
             self.server.set_burst_hooks(self.store.hold_flush_wakeups, self.store.release_flush_wakeups)
         await self.loop.run_in_executor(None, self.store.start)
         from .forced_clean import watch as watch_forced_clean
+        from .replication import Replication
 
         watch_forced_clean(self)  # a forced clean at 85 % disk is logged and counted per consumer group
+        self.replication = Replication(self)
 
         pull_proc = pull.PullProcessor(self)
         self.hold = PullRequestHoldService(pull_proc.repull, self.store.get_max_offset_in_queue)
@@ -214,6 +226,7 @@ class BrokerController:
             admin.AdminProcessor(self),
             forward.ForwardProcessor(self),
             reply.ReplyProcessor(self),
+            ha_status.HAStatusProcessor(self),
         ]
         for proc in self.processors:
             proc.register(self.server)
@@ -228,12 +241,21 @@ class BrokerController:
 
         await self.start_metrics()  # before the first request: messages stored from now on are counted
         await self.server.start()
-        self.schedule.start()
-        self.transactions.start()
+        await self.replication.start(self.ha_listen)
+        self.replication.install_arrival_listener(self.hold.arrival_listener)
+        if not self.replication.is_slave:  # a slave writes nothing of its own (RocketMQ starts neither)
+            self.schedule.start()
+            self.transactions.start()
         self.stats.start()
         from .processors.transaction import register as register_batch_transactions
 
         self.batch_transactions = register_batch_transactions(self)  # Spark exactly-once sink commits
+        if self.replication.is_slave:  # copies the master's metadata as soon as it learns its master
+            from .slave_sync import SlaveSynchronize
+
+            self.slave_sync = SlaveSynchronize(self)
+            sync = self.slave_sync.sync_all
+            self.replication.ha.on_master_changed = lambda _addr: self.loop.create_task(sync())
         await self.register_all()
         self._tasks += [
             self.loop.create_task(
@@ -244,6 +266,10 @@ class BrokerController:
                 self._every(self.cfg["flushConsumerOffsetInterval"] / 1000.0, self._persist_offsets)
             ),
         ]
+        if self.slave_sync is not None:
+            from .slave_sync import PERIOD_S
+
+            self._tasks.append(self.loop.create_task(self._every(PERIOD_S, self.slave_sync.sync_all)))
 
     async def start_metrics(self) -> None:
         """metricsExporterType=PROM: /metrics on metricsPromExporterHost:metricsPromExporterPort
@@ -308,6 +334,8 @@ class BrokerController:
             for name, tc in table.items():
                 table[name] = dataclasses.replace(tc, perm=tc.perm & self.broker_perm)
         await self.namesrv.register_all(wrapper, self.broker_addr)
+        if self.replication is not None:
+            self.replication.on_registered(self.namesrv.last_results)
 
     async def register_now(self) -> None:
         """Register and wait for the name servers' answers (so a route exists when a request that
@@ -351,6 +379,8 @@ class BrokerController:
         self.clients.expire_s = self.cfg["channelExpiredTimeout"] / 1000.0
         if "syncFlushTimeout" in changes and self.flush_waiter is not None:
             self.flush_waiter.set_timeout(self.cfg["syncFlushTimeout"] / 1000.0)
+        if "slaveTimeout" in changes and self.replication is not None:
+            self.replication.ha.set_slave_timeout(self.cfg["slaveTimeout"] / 1000.0)
         for proc in self.processors:
             reload = getattr(proc, "reload", None)
             if reload is not None:
@@ -395,6 +425,11 @@ class BrokerController:
             await self.metrics.close()
         if self.hold is not None:
             self.hold.stop()
+        if self.replication is not None:
+            try:
+                await self.replication.close()
+            except Exception:
+                log.exception("closing replication failed")
         try:
             await self.server.close(grace_s=0.5)
         except Exception:

@@ -23,6 +23,9 @@ class NamesrvApi:
         self.cfg = cfg
         self.client = client
         self.timeout_s = cfg["registerBrokerTimeoutMills"] / 1000.0
+        self.ha_server_addr = ""  # brokerIP2:haListenPort, set once the HA port is bound
+        # the ext fields of the last round's SUCCESS answers (haServerAddr, masterAddr: a slave's master)
+        self.last_results: list[dict[str, str]] = []
 
     @property
     def addrs(self) -> list[str]:
@@ -40,11 +43,14 @@ class NamesrvApi:
             broker_name=cfg["brokerName"],
             broker_addr=broker_addr,
             cluster_name=cfg["brokerClusterName"],
-            ha_server_addr=f"{cfg['brokerIP2'] or cfg['brokerIP1']}:{cfg['haListenPort']}",
+            ha_server_addr=self.ha_server_addr
+            or f"{cfg['brokerIP2'] or cfg['brokerIP1']}:{cfg.ha_listen_port}",
             broker_id=cfg["brokerId"],
             compressed=compressed,
             body_crc32=body_crc32(body),
         ).to_ext()
+
+        answers: list[dict[str, str]] = []
 
         async def one(addr: str) -> bool:
             req = RemotingCommand.request(RequestCode.REGISTER_BROKER, dict(header), body)
@@ -56,9 +62,11 @@ class NamesrvApi:
             if resp.code != ResponseCode.SUCCESS:
                 log.warning("register broker to name server %s refused: %s %s", addr, resp.code, resp.remark)
                 return False
+            answers.append(dict(resp.ext_fields))
             return True
 
         results = await asyncio.gather(*(one(a) for a in addrs))
+        self.last_results = answers
         return sum(results)
 
     async def unregister_all(self, broker_addr: str) -> None:

@@ -58,6 +58,9 @@ class ScheduleMessageService:
     def persist_sync(self) -> None:
         self._file.persist_sync(self.snapshot())
 
+    def persist(self) -> None:
+        self._file.persist_async(self.snapshot())
+
     def start(self) -> None:
         loop = asyncio.get_running_loop()
         self._task = loop.create_task(self._run())

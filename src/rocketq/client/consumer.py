@@ -63,6 +63,7 @@ log = logging.getLogger(__name__)
 Listener = Callable[[list[MessageExt]], Any]
 
 PULL_DELAY_ON_EXCEPTION_S = 3.0
+RETRY_REBALANCE_S = 1.0  # queues whose start offset could not be read are tried again this soon
 PULL_DELAY_ON_FLOW_CONTROL_S = 0.05
 
 
@@ -477,15 +478,17 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
         }
 
     # -- offsets on the broker -------------------------------------------------------------------
+    # Offsets go to the master, or to a slave while the brokerName has none (RocketMQ's
+    # findBrokerAddressInAdmin): the master overwrites them from its own table when it is back.
     async def _query_offset(self, mq: MessageQueue) -> int:
-        addr = await self.instance.find_broker_addr_or_refresh(mq.broker_name, mq.topic)
+        addr = await self.instance.find_broker_addr_or_refresh(mq.broker_name, mq.topic, only_master=False)
         return await self.instance.api.query_consumer_offset(addr, self.group, mq)
 
     async def _update_offset(self, mq: MessageQueue, offset: int) -> None:
-        addr = self.instance.find_broker_addr(mq.broker_name)
+        addr = self.instance.find_broker_addr(mq.broker_name, only_master=False)
         if addr is None:
             await self.instance.update_topic_route(mq.topic)
-            addr = self.instance.find_broker_addr(mq.broker_name)
+            addr = self.instance.find_broker_addr(mq.broker_name, only_master=False)
         if addr is not None:
             await self.instance.api.update_consumer_offset(addr, self.group, mq, offset)
 
@@ -505,7 +508,7 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
             is_retry and cfw is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
         ):
             return 0
-        addr = await inst.find_broker_addr_or_refresh(mq.broker_name, mq.topic)
+        addr = await inst.find_broker_addr_or_refresh(mq.broker_name, mq.topic, only_master=False)
         try:
             if cfw is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET or is_retry:
                 return await inst.api.get_max_offset(addr, mq)
@@ -569,10 +572,12 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
         # every new queue's start offset at once (one broker round trip each), so that their pulls start
         # together rather than one round trip apart
         offsets = await asyncio.gather(*map(self._compute_pull_from_where, new_mqs), return_exceptions=True)
+        retry = False
         for mq, offset in zip(new_mqs, offsets, strict=True):
             if not isinstance(offset, int) or offset < 0:
                 if isinstance(offset, BaseException):
                     log.warning("compute pull offset of %s failed: %r", mq, offset)
+                retry = True
                 continue
             pq = ProcessQueue()
             if self.orderly:
@@ -580,6 +585,13 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
             self._pqs[mq] = pq
             self._pull_tasks[mq] = asyncio.get_running_loop().create_task(self._pull_loop(mq, pq, offset))
             changed = True
+        if retry and self._running:
+            # a broker did not answer (a master just lost: the route may not show it yet): try these queues
+            # again in a second, with a fresh route, rather than at the next rebalance period
+            inst = self.instance
+            with contextlib.suppress(Exception):
+                await inst.update_topic_route(topic)
+            asyncio.get_running_loop().call_later(RETRY_REBALANCE_S, inst.rebalance_immediately)
         return changed
 
     async def _remove_unnecessary(self, mq: MessageQueue, pq: ProcessQueue) -> None:
@@ -697,6 +709,9 @@ class PushConsumer(ConcurrentConsumeMixin, OrderlyConsumeMixin):
                 if ahead is not None:
                     _forget(ahead[0])
                     ahead = None
+                # the broker may be gone (a master lost: its slave serves the queue): ask the NameServer
+                with contextlib.suppress(Exception):
+                    await inst.update_topic_route(mq.topic)
                 await asyncio.sleep(PULL_DELAY_ON_EXCEPTION_S)
                 continue
             if pq.dropped:

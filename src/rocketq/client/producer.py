@@ -479,6 +479,7 @@ class Producer:
             info = await self._publish_info(topic)
         last_broker: str | None = None
         last_exc: Exception | None = None
+        last_result: SendResult | None = None
         mq: MessageQueue | None = None
         for _attempt in range(times_total):
             if mq is None or not same_broker:
@@ -509,8 +510,11 @@ class Producer:
                 and result.status is not SendStatus.SEND_OK
                 and self.retry_another_broker_when_not_store_ok
             ):
+                last_result = result  # stored short of the promise (SLAVE_NOT_AVAILABLE...): try another
                 continue
             return result
+        if last_result is not None:  # every attempt stored it short of the promise: the last answer
+            return last_result
         if last_exc is None:
             raise MQClientError(-1, f"send timed out after {timeout_s:g} s")
         if isinstance(last_exc, MQBrokerError):

@@ -104,6 +104,15 @@ class CommitLog:
         return first.file_from_offset if first is not None else 0
 
     @property
+    def appended_end(self) -> int:
+        """End of the newest appended record, staged or written (exact on the appending thread)."""
+        n = self._stage_len
+        mf = self._stage_mf
+        if n and mf is not None:
+            return mf.file_from_offset + self._stage_pos + n
+        return self.mfq.get_max_offset()
+
+    @property
     def writes_with_pwrite(self) -> bool:
         return self._pwrite
 

@@ -122,6 +122,7 @@ class MessageStore:
         self._recover_create = False
         self.clean = None
         self.integrity = CorruptionLog()  # body CRC mismatches met on recovery and on read
+        self._replica = None  # replica_appender()
         # stats
         self.put_count = 0
         self.put_bytes = 0
@@ -1026,6 +1027,14 @@ class MessageStore:
         """Appends go to the file with pwrite, so a run of them can be staged into one write (the broker
         then brackets each run of pipelined requests with hold_ / release_flush_wakeups)."""
         return self.commit_log.writes_with_pwrite
+
+    def replica_appender(self):
+        """The raw-append API of a slave: CommitLog bytes from its master's HA stream (store/replica.py)."""
+        if self._replica is None:
+            from .replica import ReplicaAppender
+
+            self._replica = ReplicaAppender(self)
+        return self._replica
 
     def get_topic_queue_table(self) -> dict[tuple[str, int], int]:
         return dict(self.commit_log.topic_queue_table)

@@ -267,6 +267,8 @@ class AdminProcessor:
                 "commitLogMinOffset": str(getattr(ctl.store, "min_phy_offset", 0)),
             }
         )
+        if ctl.replication is not None:
+            table.update(ctl.replication.runtime_info())
         return request.response(ResponseCode.SUCCESS, None, None, orjson.dumps({"table": table}))
 
     def broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:

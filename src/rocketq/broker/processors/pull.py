@@ -56,6 +56,12 @@ class PullProcessor:
         self.short_polling_s = cfg["shortPollingTimeMills"] / 1000.0
         self.property_filter = cfg["enablePropertyFilter"]
         self.carrier_checks = self.ctl.reads.enabled  # aclEnable: %RETRY% / %DLQ% / ... checked per message
+        self.slave = cfg["brokerRole"] == "SLAVE"  # a slave does not store offsets sent with pulls
+        self.slave_read = None  # slaveReadEnable, or a slave: the answers' suggestWhichBrokerId
+        if self.slave or cfg["slaveReadEnable"]:
+            from ..replication import SlaveRead
+
+            self.slave_read = SlaveRead(cfg)
         # SubscriptionData per (topic, expression, version, type): every PULL of a consumer carries the same
         # subscription; building it parses the tag expression and hashes each tag. Never mutated.
         self._subs: dict[tuple[str, str | None, int, str | None], SubscriptionData] = {}
@@ -171,17 +177,22 @@ class PullProcessor:
             if denied is not None:
                 return denied
         status = result.status.name
-        code = _STATUS.get(status)
-        if code is None:  # NO_MESSAGE_IN_QUEUE / NO_MATCHED_LOGIC_QUEUE
+        mapped = _STATUS.get(status)
+        code: int
+        if mapped is None:  # NO_MESSAGE_IN_QUEUE / NO_MATCHED_LOGIC_QUEUE
             code = _F.PULL_OFFSET_MOVED if h.queue_offset != 0 else _PULL_NOT_FOUND
+        else:
+            code = mapped
         ext = {
             "suggestWhichBrokerId": "0",
             "nextBeginOffset": str(result.next_begin_offset),
             "minOffset": str(result.min_offset),
             "maxOffset": str(result.max_offset),
         }
+        if self.slave_read is not None:
+            code, ext["suggestWhichBrokerId"] = self.slave_read.suggest(code, result, sgc, ctl.store)
         # commit only on the first pass (not when a held request is re-run), like RocketMQ
-        if allow_suspend and h.sys_flag & _COMMIT_OFFSET and h.commit_offset >= 0:
+        if allow_suspend and h.sys_flag & _COMMIT_OFFSET and h.commit_offset >= 0 and not self.slave:
             ctl.offsets.commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
         if code == _SUCCESS:
             ctl.stats.pulled(

@@ -232,6 +232,9 @@ class SendProcessor:
 
         self.MessageToStore = MessageToStore
         self.PUT_OK = PutMessageStatus.PUT_OK
+        rep = ctl.replication
+        self.slave = rep is not None and rep.is_slave
+        self.acks = rep.acks if rep is not None else None  # SYNC_MASTER: answers wait for the slaves
         self.reload()
 
     def reload(self) -> None:
@@ -290,6 +293,10 @@ class SendProcessor:
 
     # -- entry -------------------------------------------------------------------------------
     def process(self, channel: Channel, request: RemotingCommand):
+        if self.slave or self.acks is not None:
+            refused = self._replica_check(request)
+            if refused is not None:
+                return refused
         code = request.code
         h = SendMessageRequestHeader.of_request(request)
         tc, err = self._check(request, h)
@@ -300,6 +307,15 @@ class SendProcessor:
         if code == _SEND_BATCH_MESSAGE or h.batch:
             return self._send_batch(channel, request, h)
         return self._send_one(channel, request, h)
+
+    def _replica_check(self, request: RemotingCommand) -> RemotingCommand | None:
+        if self.slave:  # RocketMQ's store refuses puts on a slave with the same code
+            return request.response(
+                ResponseCode.SERVICE_NOT_AVAILABLE, "service not available now: this broker is a slave"
+            )
+        if not self.acks.enough_replicas():  # type: ignore[union-attr]
+            return request.response(ResponseCode.SYSTEM_ERROR, "in-sync replicas not enough")
+        return None
 
     def _send_one(self, channel: Channel, request: RemotingCommand, h: SendMessageRequestHeader):
         body = request.body
@@ -373,6 +389,7 @@ class SendProcessor:
         if props.get("WAIT") == "false":  # waitStoreMsgOK=false: answer without waiting for the flush
             result.flush_future = None
             result.flush_offset = 0
+            return self._respond(request, result, h.queue_id, False)
         # like RocketMQ the response names the requested queue (not the schedule/half/DLQ queue)
         return self._respond(request, result, h.queue_id)
 
@@ -398,11 +415,15 @@ class SendProcessor:
             channel.attrs.get("born_host") or born_host_of(channel), h.reconsume_times or 0, tags_code, pb,
         )  # fmt: skip
         if result.__class__ is tuple:  # ASYNC_FLUSH, stored: (offsetMsgId, queue offset)
+            acks = self.acks
+            if acks is not None and not ("WAIT\x01false" in raw and _last_value(raw, "WAIT") == "false"):
+                return acks.respond_plain(request, result[0], queue_id, result[1], self._ok_strings)
             self.stats.put += 1
             return send_ok_response(request, _SUCCESS, result[0], queue_id, result[1], self._ok_strings)
         if "WAIT\x01false" in raw and _last_value(raw, "WAIT") == "false":
             result.flush_future = None  # waitStoreMsgOK=false: answer without waiting for the flush
             result.flush_offset = 0
+            return self._respond(request, result, queue_id, False)
         return self._respond(request, result, queue_id)
 
     def _retry_to_dlq(
@@ -431,8 +452,10 @@ class SendProcessor:
             return dlq, 0
         return None
 
-    def _respond(self, request: RemotingCommand, result, queue_id: int):
+    def _respond(self, request: RemotingCommand, result, queue_id: int, replicate: bool = True):
         if result.status is self.PUT_OK:
+            if self.acks is not None and replicate:  # SYNC_MASTER: the slaves' acknowledgements too
+                return self.acks.respond(request, result, queue_id, self._ok_strings)
             if result.flush_offset:  # SYNC_FLUSH: the broker's flush waiter answers
                 return self._wait_flushed(request, result, queue_id)
             if result.flush_future is None:  # ASYNC_FLUSH: the common case
@@ -569,4 +592,5 @@ class SendProcessor:
         if wait == "false":  # waitStoreMsgOK=false: answer without waiting for the flush
             result.flush_future = None
             result.flush_offset = 0
+            return self._respond(request, result, queue_id, False)
         return self._respond(request, result, queue_id)
