@@ -61,7 +61,7 @@ def _cluster_list_args(p: argparse.ArgumentParser) -> None:
 async def _print_cluster(admin: AdminClient, more: bool, out: TextIO) -> None:
     info = await admin.cluster_info()
     brokers = info["brokerAddrTable"]
-    rows = []
+    rows: list[tuple[object, ...]] = []
     for cluster in sorted(info["clusterAddrTable"]):
         for name in sorted(info["clusterAddrTable"][cluster]):
             addrs = (brokers.get(name) or {}).get("brokerAddrs") or {}
@@ -101,7 +101,7 @@ async def _print_cluster(admin: AdminClient, more: bool, out: TextIO) -> None:
                         )
                     )
     if more:
-        headers = (
+        headers: tuple[str, ...] = (
             "Cluster Name",
             "Broker Name",
             "InTotalYest",
